@@ -1,0 +1,376 @@
+#!/usr/bin/env python3
+"""Regenerate the sample XLA dumps in samples/<case>/ from scratch.
+
+Each case is a small JAX program that is lowered and compiled (never run) on
+the CPU backend with XLA's text dumps turned on. For every case this writes
+
+    samples/<case>/dump/        the .txt files XLA dumped (HLO before and after
+                                optimizations, buffer assignment, live ranges,
+                                memory-usage report) and nothing else
+    samples/<case>/truth.json   XLA's own memory figures for the module:
+                                compiled.memory_analysis(), the buffer
+                                assignment's "Total bytes used:", and the peak
+                                of the live-range report
+
+Usage (from anywhere):
+    python samples/gen_samples.py            # all cases
+    python samples/gen_samples.py CASE ...   # only these cases
+    python samples/gen_samples.py --list
+
+XLA reads XLA_FLAGS once, when the backend starts, so each case needs its own
+process to get its own --xla_dump_to directory: the script re-invokes itself
+with --child CASE for every case.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+SAMPLES_DIR = Path(__file__).resolve().parent
+REPO_ROOT = SAMPLES_DIR.parent
+
+# The dump files kept, by the suffix that follows the "module_NNNN.<name>"
+# prefix. Anything else XLA writes (.debug_options, LLVM IR .ll, object files,
+# the per-module folder with module.mlir / compile_options.textproto) is
+# deleted: it is bulky, machine-specific, or not something hlomem reads.
+KEPT_SUFFIXES = (
+    ".before_optimizations.txt",
+    ".cpu_after_optimizations.txt",
+    ".cpu_after_optimizations-buffer-assignment.txt",
+    ".cpu_after_optimizations-buffer-assignment-values.txt",
+    ".cpu_after_optimizations-live-range.txt",
+    ".cpu_after_optimizations-memory-usage-report.txt",
+)
+
+# name -> (description, jax_enable_x64, number of virtual CPU devices)
+CASES = {
+    "add_nodonate": (
+        "fn(a,b)=a+b on f64[1000,1000], no donation: a, b and the output are all live "
+        "at once (the motivating OOM example, small)", True, 1),
+    "add_donate0": (
+        "fn(a,b)=a+b on f64[1000,1000] with donate_argnums=0: the output reuses a's buffer",
+        True, 1),
+    "mlp_train_donate": (
+        "MLP 256-512-512-256 (f32) SGD training step, batch 64: value_and_grad + SGD "
+        "update, params a list of {w, b} dicts, params donated", False, 1),
+    "scan_layers": (
+        "lax.scan over 4 stacked layers f32[4,256,256] computing h = tanh(h@w)+h, "
+        "h f32[64,256]", False, 1),
+    "cond_branches": (
+        "lax.cond on a bool predicate: heavy branch tanh(x@w)@w.T (two matmuls) vs "
+        "light branch x*2, x and w f32[256,256]", False, 1),
+    "sharded_step": (
+        "data-parallel MLP 256-512-256 SGD step on 8 virtual CPU devices: batch f32[256,256] "
+        "sharded over the 'data' axis, params replicated and donated; figures are per device",
+        False, 8),
+    "while_loop": (
+        "lax.while_loop with a 4-tuple carry (s32 counter, f32[256,256] iterate, f32 error, "
+        "f32[32] history): Newton iteration for sqrt with data-dependent termination",
+        False, 1),
+}
+
+
+# ---------------------------------------------------------------------------
+# Parent: one fresh subprocess per case
+# ---------------------------------------------------------------------------
+
+def run_case_in_subprocess(case):
+    """Wipe samples/<case>/ and regenerate it in a fresh interpreter."""
+    case_dir = SAMPLES_DIR / case
+    if case_dir.exists():
+        shutil.rmtree(case_dir)
+    dump_dir = case_dir / "dump"
+    dump_dir.mkdir(parents=True)
+
+    _, _, devices = CASES[case]
+    flags = [f"--xla_dump_to={dump_dir}", "--xla_dump_hlo_as_text"]
+    if devices > 1:
+        flags.append(f"--xla_force_host_platform_device_count={devices}")
+
+    env = dict(os.environ)
+    # Replace, not extend, any XLA_FLAGS the caller has set: extra flags would
+    # change the dumps and make the samples differ from machine to machine.
+    env["XLA_FLAGS"] = " ".join(flags)
+    env["JAX_PLATFORMS"] = "cpu"
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", case],
+                   env=env, check=True, cwd=REPO_ROOT)
+
+
+# ---------------------------------------------------------------------------
+# Child: build, compile, collect the dump, write truth.json
+# ---------------------------------------------------------------------------
+
+def build_case(case, jax, jnp, lax):
+    """Return (label, fn, args, donate_argnums) for a case; args are abstract."""
+    S = jax.ShapeDtypeStruct
+    f32, f64 = jnp.float32, jnp.float64
+
+    def mlp_loss(params, x, y):
+        h = x
+        for i, p in enumerate(params):
+            h = h @ p["w"] + p["b"]
+            if i < len(params) - 1:
+                h = jax.nn.relu(h)
+        return jnp.mean((h - y) ** 2)
+
+    def sgd_step(params, x, y):
+        loss, grads = jax.value_and_grad(mlp_loss)(params, x, y)
+        new = jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads)
+        return new, loss
+
+    def mlp_params(widths, sds):
+        return [{"w": sds((a, b)), "b": sds((b,))} for a, b in zip(widths[:-1], widths[1:])]
+
+    if case in ("add_nodonate", "add_donate0"):
+        def fn(a, b):
+            return a + b
+        n = 1000
+        donate = (0,) if case == "add_donate0" else ()
+        return "fn", fn, (S((n, n), f64), S((n, n), f64)), donate
+
+    if case == "mlp_train_donate":
+        params = mlp_params([256, 512, 512, 256], lambda s: S(s, f32))
+        return "sgd_step", sgd_step, (params, S((64, 256), f32), S((64, 256), f32)), (0,)
+
+    if case == "scan_layers":
+        def scan_layers(ws, x):
+            def body(h, w):
+                return jnp.tanh(h @ w) + h, None
+            h, _ = lax.scan(body, x, ws)
+            return h
+        return "scan_layers", scan_layers, (S((4, 256, 256), f32), S((64, 256), f32)), ()
+
+    if case == "cond_branches":
+        def cond_branches(pred, x, w):
+            def heavy(x):
+                return jnp.tanh(x @ w) @ w.T
+            def light(x):
+                return x * 2.0
+            return lax.cond(pred, heavy, light, x)
+        return ("cond_branches", cond_branches,
+                (S((), jnp.bool_), S((256, 256), f32), S((256, 256), f32)), ())
+
+    if case == "sharded_step":
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        devs = jax.devices()
+        assert len(devs) == 8, f"expected 8 virtual CPU devices, got {devs}"
+        mesh = Mesh(devs, ("data",))
+
+        def sds(shape, spec):
+            return S(shape, f32, sharding=NamedSharding(mesh, spec))
+        params = mlp_params([256, 512, 256], lambda s: sds(s, P()))
+        x = sds((256, 256), P("data"))
+        y = sds((256, 256), P("data"))
+        return "sgd_step", sgd_step, (params, x, y), (0,)
+
+    if case == "while_loop":
+        def newton_sqrt(a, tol):
+            def cond(c):
+                i, x, err, hist = c
+                return jnp.logical_and(i < 32, err > tol)
+
+            def body(c):
+                i, x, err, hist = c
+                xn = 0.5 * (x + a / x)
+                err = jnp.max(jnp.abs(xn - x))
+                return i + 1, xn, err, hist.at[i].set(err)
+            init = (jnp.int32(0), jnp.ones_like(a), jnp.float32(jnp.inf), jnp.zeros((32,), f32))
+            i, x, err, hist = lax.while_loop(cond, body, init)
+            return x, {"iters": i, "err": err, "history": hist}
+        return "newton_sqrt", newton_sqrt, (S((256, 256), f32), S((), f32)), ()
+
+    raise SystemExit(f"unknown case {case}")
+
+
+def dump_prefixes(dump_dir):
+    """The set of 'module_NNNN.<name>' prefixes present in a dump directory."""
+    suffix = ".before_optimizations.txt"
+    return {p.name[:-len(suffix)] for p in dump_dir.iterdir() if p.name.endswith(suffix)}
+
+
+def clean_dump(dump_dir):
+    """Delete everything in the dump except the kept .txt files."""
+    for p in sorted(dump_dir.iterdir()):
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif not p.name.endswith(KEPT_SUFFIXES):
+            p.unlink()
+
+
+def read_xla_reports(dump_dir, prefix):
+    """XLA's own memory figures, parsed from the text reports of one module."""
+    def text(suffix):
+        return (dump_dir / (prefix + suffix)).read_text()
+
+    out = {}
+    # In this XLA version "Total bytes used:" is printed at the top of the
+    # -buffer-assignment-values.txt file; older/newer versions print it in
+    # -buffer-assignment.txt, so look in both and record where it was found.
+    for suffix, where in ((".cpu_after_optimizations-buffer-assignment-values.txt", "values"),
+                          (".cpu_after_optimizations-buffer-assignment.txt", "buffer-assignment")):
+        m = re.search(r"^Total bytes used: (\d+)", text(suffix), re.M)
+        if m:
+            out["total_bytes_used"] = int(m.group(1))
+            out["total_bytes_used_found_in"] = where
+            break
+
+    # The peak is the last "(cumulative: N bytes)" line of the
+    # "Live ranges at T (peak):" section.
+    live = text(".cpu_after_optimizations-live-range.txt")
+    m = re.search(r"^\s*Live ranges at (\d+) \(peak\):\n((?:\s+.*\(cumulative: \d+ bytes\)\n?)*)",
+                  live, re.M)
+    if m:
+        cumulative = re.findall(r"\(cumulative: (\d+) bytes\)", m.group(2))
+        out["live_range_peak_time"] = int(m.group(1))
+        out["live_range_peak_bytes"] = int(cumulative[-1]) if cumulative else 0
+    m = re.search(r"^HloLiveRange \(max (\d+)\):", live, re.M)
+    if m:
+        out["live_range_max_time"] = int(m.group(1))
+
+    totals = re.findall(r"^Total bytes: (\d+)",
+                        text(".cpu_after_optimizations-memory-usage-report.txt"), re.M)
+    out["memory_usage_report_total_bytes"] = [int(t) for t in totals]
+    return out
+
+
+def aval_info(leaf):
+    """shape/dtype (and the PartitionSpec, when named-sharded) of an abstract value."""
+    info = {"shape": list(leaf.shape), "dtype": str(leaf.dtype)}
+    spec = getattr(getattr(leaf, "sharding", None), "spec", None)
+    if spec is not None:
+        info["sharding"] = str(spec)
+    return info
+
+
+def child(case):
+    description, x64, devices = CASES[case]
+    flags = os.environ.get("XLA_FLAGS", "")
+    dump_dir = SAMPLES_DIR / case / "dump"
+    assert f"--xla_dump_to={dump_dir}" in flags, "run without --child; XLA_FLAGS is set by the parent"
+
+    import jaxlib
+    import jax  # only now: XLA_FLAGS must be in the environment before jax starts XLA
+    import jax.numpy as jnp
+    from jax import lax
+
+    jax.config.update("jax_enable_x64", x64)
+    # Strip the checkout's location from the source-file names that JAX puts in
+    # the HLO metadata (the FileNames table), so the dumps are the same
+    # wherever the repo is cloned: "samples/gen_samples.py", not "/home/.../".
+    jax.config.update("jax_hlo_source_file_canonicalization_regex",
+                      "^" + re.escape(str(REPO_ROOT) + os.sep))
+
+    label, fn, args, donate = build_case(case, jax, jnp, lax)
+
+    before = dump_prefixes(dump_dir)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Compile from ShapeDtypeStructs only: nothing is executed and no
+        # helper modules (jnp.ones, device_put, ...) end up in the dump.
+        lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
+        compiled = lowered.compile()
+    new = sorted(dump_prefixes(dump_dir) - before)
+    assert len(new) == 1, f"expected one new module in the dump, got {new}"
+    prefix = new[0]
+
+    ma = compiled.memory_analysis()
+    fields = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes",
+              "host_alias_size_in_bytes", "host_temp_size_in_bytes",
+              "host_generated_code_size_in_bytes")
+    memory_analysis = {f: int(getattr(ma, f)) for f in fields}
+
+    clean_dump(dump_dir)
+    extra = sorted(dump_prefixes(dump_dir) - {prefix})
+    assert not extra, f"dump holds modules besides the one of interest: {extra}"
+    files = {s.lstrip("."): (dump_dir / (prefix + s)).stat().st_size for s in KEPT_SUFFIXES}
+
+    after_opt = (dump_dir / (prefix + ".cpu_after_optimizations.txt")).read_text()
+    header = after_opt.split("\n", 1)[0]
+    module_name = header.split()[1].rstrip(",")
+
+    in_leaves = jax.tree_util.tree_leaves(args)
+    arg_infos = jax.tree_util.tree_leaves(lowered.args_info)
+    inputs = [dict(aval_info(a), donated=bool(i.donated)) for a, i in zip(in_leaves, arg_infos)]
+    outputs = [aval_info(o) for o in jax.tree_util.tree_leaves(compiled.out_info)]
+    if devices == 1:
+        # single-device shardings carry no spec; keep the record uniform
+        for o in outputs:
+            o.pop("sharding", None)
+
+    truth = {
+        "case": case,
+        "jax_version": jax.__version__,
+        "jaxlib_version": jaxlib.__version__,
+        "platform": jax.default_backend(),
+        "device_count": jax.device_count(),
+        "x64": x64,
+        "xla_flags": [f if not f.startswith("--xla_dump_to=")
+                      else f"--xla_dump_to=samples/{case}/dump" for f in flags.split()],
+        "command": f"python samples/gen_samples.py {case}",
+        "modules_of_interest": [{
+            "label": label,
+            "module_name": module_name,
+            "dump_prefix": prefix,
+            "description": description,
+            "donate_argnums": list(donate),
+            # flat parameter numbers of the donated leaves (the HLO parameter
+            # numbers, since every leaf becomes one entry parameter here)
+            "donated_parameters": [n for n, i in enumerate(inputs) if i["donated"]],
+            "inputs": inputs,
+            "outputs": outputs,
+            "python_warnings": sorted({str(w.message) for w in caught}),
+            "memory_analysis": memory_analysis,
+            "memory_analysis_arg_plus_out_minus_alias_plus_temp": (
+                memory_analysis["argument_size_in_bytes"] + memory_analysis["output_size_in_bytes"]
+                - memory_analysis["alias_size_in_bytes"] + memory_analysis["temp_size_in_bytes"]),
+            "xla_reported": read_xla_reports(dump_dir, prefix),
+            "after_optimizations_header": header,
+            "files": files,
+        }],
+        "all_dump_prefixes": sorted(dump_prefixes(dump_dir)),
+    }
+    text = json.dumps(truth, indent=1)
+    # Put lists of plain numbers (shapes, argnums) on one line to keep the file
+    # short. Only multi-line lists are touched: a "[" inside a JSON string (an
+    # HLO shape in the header) is never followed by a raw newline.
+    text = re.sub(r"\[\s*\n[\d,\s]*\]", lambda m: json.dumps(json.loads(m.group(0))), text)
+    (SAMPLES_DIR / case / "truth.json").write_text(text + "\n")
+
+    r = truth["modules_of_interest"][0]["xla_reported"]
+    print(f"{case:18s} {prefix:28s} arg={memory_analysis['argument_size_in_bytes']} "
+          f"out={memory_analysis['output_size_in_bytes']} alias={memory_analysis['alias_size_in_bytes']} "
+          f"temp={memory_analysis['temp_size_in_bytes']} peak={memory_analysis['peak_memory_in_bytes']} "
+          f"total_bytes_used={r.get('total_bytes_used')} live_peak={r.get('live_range_peak_bytes')}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("cases", nargs="*", help=f"cases to regenerate (default: all): {', '.join(CASES)}")
+    ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--child", metavar="CASE", help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+
+    if opts.child:
+        child(opts.child)
+        return
+    if opts.list:
+        for name, (desc, _, _) in CASES.items():
+            print(f"{name:18s} {desc}")
+        return
+    unknown = [c for c in opts.cases if c not in CASES]
+    if unknown:
+        ap.error(f"unknown case(s): {', '.join(unknown)}")
+    for case in opts.cases or CASES:
+        run_case_in_subprocess(case)
+
+
+if __name__ == "__main__":
+    main()

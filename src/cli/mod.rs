@@ -1,0 +1,104 @@
+//! The command line. Only this module sees the terminal, environment
+//! variables and exit codes; the library never prints.
+//!
+//! Exit codes: 0 ok; 1 a budget or threshold was exceeded (later releases);
+//! 2 usage or input error (unreadable file, parse error).
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use hlomem::render::{self, Format, RenderOptions};
+
+/// Static memory analysis of XLA HLO dumps.
+#[derive(Debug, Parser)]
+#[command(name = "hlomem", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+    /// When to use colors: auto uses them only on a terminal and never with NO_COLOR.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Summarize HLO modules: size, entry parameters and outputs.
+    Analyze {
+        /// HLO text files (`*after_optimizations.txt` from XLA_FLAGS=--xla_dump_to=DIR).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+pub const EXIT_OK: u8 = 0;
+pub const EXIT_INPUT_ERROR: u8 = 2;
+
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // clap uses 0 for --help/--version and 2 for usage errors, as we do.
+            return ExitCode::from(if e.use_stderr() { EXIT_INPUT_ERROR } else { EXIT_OK });
+        }
+    };
+    let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
+    let stderr_color = use_color(cli.color, std::io::stderr().is_terminal());
+    match cli.command {
+        Command::Analyze { paths, format } => {
+            let report = hlomem::analyze_paths(&paths);
+            let mut stderr = std::io::stderr().lock();
+            for error in &report.errors {
+                let rendered = if stderr_color {
+                    // Rendered without color inside the report; re-render for the terminal.
+                    error.rendered.clone()
+                } else {
+                    error.rendered.clone()
+                };
+                let _ = writeln!(stderr, "{rendered}");
+            }
+            let failed = !report.errors.is_empty();
+            // A lone file that failed prints no report at all: nothing that looks like a result.
+            if !(failed && report.modules.is_empty()) || format == Format::Json {
+                let mut stdout = std::io::stdout().lock();
+                let options = RenderOptions { color: stdout_color };
+                if let Err(e) = render::render(&report, format, options, &mut stdout).and_then(|_| stdout.flush()) {
+                    if e.kind() != std::io::ErrorKind::BrokenPipe {
+                        let _ = writeln!(stderr, "error: cannot write output: {e}");
+                        return ExitCode::from(EXIT_INPUT_ERROR);
+                    }
+                }
+            }
+            ExitCode::from(if failed { EXIT_INPUT_ERROR } else { EXIT_OK })
+        }
+    }
+}
+
+fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_valid() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,226 @@
+//! The typed IR of one HLO module: what every analysis reads.
+//!
+//! Instructions live in one arena per module and refer to each other and to
+//! computations by index, resolved once when the text is lowered. Attributes the
+//! analyses need are typed fields; every other attribute is kept as raw text
+//! (a span into the module's text), so attributes from newer XLA versions survive.
+
+use std::path::PathBuf;
+
+use super::metadata::{Metadata, SourceLocation, StackFrameIndex};
+use super::opcode::Opcode;
+use super::shape::Shape;
+use crate::source::Span;
+
+/// Index of an instruction in [`Module::instructions`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InstrId(pub u32);
+
+/// Index of a computation in [`Module::computations`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CompId(pub u32);
+
+impl InstrId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+impl CompId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// A parsed HLO module.
+#[derive(Debug)]
+pub struct Module {
+    pub name: String,
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// The module's text; [`Span`]s index into it.
+    pub text: String,
+    pub header: ModuleHeader,
+    pub stack_frames: StackFrameIndex,
+    /// In the file's order (callees before callers).
+    pub computations: Vec<Computation>,
+    pub instructions: Vec<Instruction>,
+    pub entry: CompId,
+}
+
+/// What the `HloModule` line says.
+#[derive(Debug, Default)]
+pub struct ModuleHeader {
+    /// `is_scheduled=true`: each computation's text order is XLA's schedule.
+    pub is_scheduled: bool,
+    /// `entry_computation_layout={(params)->result}`, with layouts.
+    pub entry_layout: Option<ProgramShape>,
+    /// `input_output_alias`: outputs that live in a parameter's buffer.
+    pub input_output_alias: Vec<IoAlias>,
+    /// `buffer_donor`: parameters donated but not (yet) paired with an output.
+    pub buffer_donors: Vec<BufferDonor>,
+    pub num_partitions: u64,
+    pub replica_count: u64,
+    /// Every other header attribute, raw.
+    pub other: Vec<Attribute>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProgramShape {
+    pub parameters: Vec<Shape>,
+    pub result: Shape,
+}
+
+/// `{output_index}: (parameter, {parameter_index}, kind)`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoAlias {
+    pub output_index: Vec<u64>,
+    pub parameter: u64,
+    pub parameter_index: Vec<u64>,
+    /// `true` for `must-alias`, `false` for `may-alias` (the default).
+    pub must_alias: bool,
+}
+
+/// `(parameter, {parameter_index})`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferDonor {
+    pub parameter: u64,
+    pub parameter_index: Vec<u64>,
+}
+
+/// An attribute kept as text: `name=value`.
+#[derive(Debug, Clone, Copy)]
+pub struct Attribute {
+    pub name: Span,
+    pub value: Span,
+}
+
+#[derive(Debug)]
+pub struct Computation {
+    pub name: String,
+    pub is_entry: bool,
+    /// Instructions in text order, which is the schedule when the module is scheduled.
+    pub instructions: Vec<InstrId>,
+    pub root: InstrId,
+    /// `parameters[n]` is `parameter(n)`.
+    pub parameters: Vec<InstrId>,
+    /// `execution_thread="..."` after the closing brace; `None` is the main thread.
+    pub execution_thread: Option<String>,
+    /// The computation's header line.
+    pub span: Span,
+}
+
+#[derive(Debug)]
+pub struct Instruction {
+    pub name: String,
+    pub opcode: Opcode,
+    pub shape: Shape,
+    pub operands: Vec<InstrId>,
+    pub computation: CompId,
+    /// Computations this instruction calls, with the attribute that names each.
+    pub called: Vec<(CallRole, CompId)>,
+    /// `parameter(N)`.
+    pub parameter_number: Option<u64>,
+    /// `index=N` of `get-tuple-element`.
+    pub tuple_index: Option<u64>,
+    /// `custom_call_target="..."`.
+    pub custom_call_target: Option<String>,
+    /// `kind=kLoop` of a fusion.
+    pub fusion_kind: Option<String>,
+    /// `output_to_operand_aliasing={...}` (custom-call, fusion, async-start).
+    pub output_to_operand_aliasing: Vec<OperandAlias>,
+    pub control_predecessors: Vec<InstrId>,
+    pub metadata: Metadata,
+    /// Every other attribute, raw.
+    pub attributes: Vec<Attribute>,
+    /// The instruction's line, or its first user's line for a `get-tuple-element`
+    /// recreated from a compact `%t#0` operand.
+    pub span: Span,
+    /// Recreated from a compact `%t#i` operand rather than written in the text.
+    pub synthetic: bool,
+}
+
+/// Which attribute named a called computation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallRole {
+    /// `calls=` (fusion, async-start, call in old dumps)
+    Calls,
+    /// `to_apply=` (call, reduce, map, sort, all-reduce, ...)
+    ToApply,
+    Condition,
+    Body,
+    /// `branch_computations`, `true_computation`, `false_computation`
+    Branch,
+    /// `select=` of select-and-scatter
+    Select,
+    /// `scatter=` of select-and-scatter
+    Scatter,
+    /// `called_computations=` (custom-call)
+    Called,
+}
+
+/// `{output_index}: (operand, {operand_index})`
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperandAlias {
+    pub output_index: Vec<u64>,
+    pub operand: u64,
+    pub operand_index: Vec<u64>,
+}
+
+impl Module {
+    pub fn instr(&self, id: InstrId) -> &Instruction {
+        &self.instructions[id.index()]
+    }
+
+    pub fn comp(&self, id: CompId) -> &Computation {
+        &self.computations[id.index()]
+    }
+
+    pub fn entry(&self) -> &Computation {
+        self.comp(self.entry)
+    }
+
+    /// The text a span covers.
+    pub fn slice(&self, span: Span) -> &str {
+        self.text.get(span.range()).unwrap_or("")
+    }
+
+    /// The raw text of an attribute that has no typed field, e.g. `dimensions`.
+    pub fn attribute(&self, instr: InstrId, name: &str) -> Option<&str> {
+        self.instr(instr)
+            .attributes
+            .iter()
+            .find(|a| self.slice(a.name) == name)
+            .map(|a| self.slice(a.value))
+    }
+
+    /// Attribute name/value pairs of the header that have no typed field.
+    pub fn header_attribute(&self, name: &str) -> Option<&str> {
+        self.header.other.iter().find(|a| self.slice(a.name) == name).map(|a| self.slice(a.value))
+    }
+
+    /// The `op_name` of an instruction's metadata, unescaped.
+    pub fn op_name(&self, instr: InstrId) -> Option<String> {
+        self.instr(instr).metadata.op_name.map(|s| super::metadata::unescape(self.slice(s)))
+    }
+
+    /// Where in the user's program an instruction comes from, when the dump says.
+    pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
+        self.instr(instr).metadata.source_location(&self.text, &self.stack_frames)
+    }
+
+    /// The source line of the instruction in the dump itself: 1-based line number.
+    pub fn line_of(&self, instr: InstrId) -> usize {
+        let offset = (self.instr(instr).span.start as usize).min(self.text.len());
+        self.text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1
+    }
+
+    /// Entry parameters in parameter-number order.
+    pub fn entry_parameters(&self) -> impl Iterator<Item = InstrId> + '_ {
+        self.entry().parameters.iter().copied()
+    }
+
+    /// The entry computation's root: the module's result.
+    pub fn entry_root(&self) -> InstrId {
+        self.entry().root
+    }
+}

@@ -1,0 +1,542 @@
+//! From pest pairs to the typed IR: one `lower_<rule>` function per rule, then a
+//! single pass that resolves names to indices.
+//!
+//! Lines are lowered on several cores (each computation on its own) into "raw"
+//! structs that still borrow the text; names are resolved afterwards, in file
+//! order, so errors are reported deterministically.
+
+use std::collections::HashMap;
+
+use pest::iterators::Pair;
+use rayon::prelude::*;
+
+use super::ir::*;
+use super::metadata::{FileLocation, Metadata, StackFrame, StackFrameIndex};
+use super::opcode::Opcode;
+use super::parse::{self, Line, Rule};
+use super::shape::{ArrayShape, Dim, ElementType, Layout, Shape};
+use crate::error::Error;
+use crate::source::{SourceFile, Span};
+
+/// Parses and lowers a whole HLO module file.
+pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
+    let lowered = {
+        let outline = parse::outline(&file)?;
+        let (name, header) = lower_header(&file, outline.header)?;
+        let stack_frames = match outline.stack_tables {
+            Some(tables) => lower_stack_tables(&file, tables)?,
+            None => StackFrameIndex::default(),
+        };
+        let raw: Vec<Result<RawComputation, Error>> =
+            outline.computations.par_iter().map(|c| lower_computation(&file, c)).collect();
+        let raw = raw.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let (computations, instructions, entry) = super::resolve::resolve(&file, raw)?;
+        (name, header, stack_frames, computations, instructions, entry)
+    };
+    let (name, header, stack_frames, computations, instructions, entry) = lowered;
+    Ok(Module {
+        name,
+        path: file.path,
+        text: file.text,
+        header,
+        stack_frames,
+        computations,
+        instructions,
+        entry,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Raw (unresolved) lines
+// ---------------------------------------------------------------------------
+
+pub(super) struct RawComputation<'a> {
+    pub(super) name: &'a str,
+    pub(super) name_offset: usize,
+    pub(super) is_entry: bool,
+    pub(super) span: Span,
+    pub(super) instructions: Vec<RawInstruction<'a>>,
+    pub(super) execution_thread: Option<String>,
+}
+
+pub(super) struct RawInstruction<'a> {
+    pub(super) name: &'a str,
+    /// Where the name starts, for "duplicate name" errors.
+    pub(super) name_offset: usize,
+    pub(super) line: Span,
+    pub(super) is_root: bool,
+    pub(super) shape: Shape,
+    pub(super) opcode: Opcode,
+    pub(super) operands: Vec<RawOperand<'a>>,
+    pub(super) parameter_number: Option<u64>,
+    pub(super) called: Vec<(CallRole, Reference<'a>)>,
+    pub(super) control_predecessors: Vec<Reference<'a>>,
+    pub(super) tuple_index: Option<u64>,
+    pub(super) custom_call_target: Option<String>,
+    pub(super) fusion_kind: Option<String>,
+    pub(super) output_to_operand_aliasing: Vec<OperandAlias>,
+    pub(super) metadata: Metadata,
+    pub(super) attributes: Vec<Attribute>,
+}
+
+/// A name used somewhere, with its position for errors.
+#[derive(Clone, Copy)]
+pub(super) struct Reference<'a> {
+    pub(super) name: &'a str,
+    pub(super) offset: usize,
+}
+
+pub(super) struct RawOperand<'a> {
+    pub(super) reference: Reference<'a>,
+    /// `%t#0#1` → `[0, 1]`
+    pub(super) tuple_path: Vec<u64>,
+}
+
+/// Pairs report offsets inside their line; `At` adds the line's offset back.
+#[derive(Clone, Copy)]
+struct At<'f> {
+    file: &'f SourceFile,
+    base: usize,
+}
+
+impl At<'_> {
+    fn span(&self, pair: &Pair<'_, Rule>) -> Span {
+        let s = pair.as_span();
+        Span::new(self.base + s.start(), self.base + s.end())
+    }
+    fn offset(&self, pair: &Pair<'_, Rule>) -> usize {
+        self.base + pair.as_span().start()
+    }
+    fn error(&self, pair: &Pair<'_, Rule>, title: String, label: &str) -> Error {
+        let span = self.span(pair);
+        Error::at(self.file, span.range(), title, label)
+    }
+    fn number(&self, pair: &Pair<'_, Rule>) -> Result<u64, Error> {
+        let text = pair.as_str();
+        text.parse::<u64>().map_err(|_| {
+            let what = if text.starts_with('-') { "a non-negative number" } else { "a number below 2^64" };
+            self.error(pair, format!("expected {what}, found `{text}`"), "out of range")
+        })
+    }
+}
+
+fn strip_percent(name: &str) -> &str {
+    name.strip_prefix('%').unwrap_or(name)
+}
+
+/// The text between the quotes of a `string` pair.
+fn string_contents(at: At, pair: &Pair<'_, Rule>) -> Span {
+    let s = at.span(pair);
+    Span { start: s.start + 1, end: s.end.saturating_sub(1).max(s.start + 1) }
+}
+
+// ---------------------------------------------------------------------------
+// Header and tables
+// ---------------------------------------------------------------------------
+
+fn lower_header(file: &SourceFile, line: Line) -> Result<(String, ModuleHeader), Error> {
+    let at = At { file, base: line.offset };
+    let pair = parse::parse_line(file, Rule::header, line)?;
+    let mut name = String::new();
+    let mut header = ModuleHeader { num_partitions: 1, replica_count: 1, ..ModuleHeader::default() };
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::module_name => name = p.as_str().to_string(),
+            Rule::entry_layout_attr => {
+                if let Some(ps) = p.into_inner().next() {
+                    header.entry_layout = Some(lower_program_shape(at, ps)?);
+                }
+            }
+            Rule::io_alias_attr => {
+                for entry in p.into_inner() {
+                    header.input_output_alias.push(lower_alias_entry(at, entry)?);
+                }
+            }
+            Rule::buffer_donor_attr => {
+                for entry in p.into_inner() {
+                    let mut parts = entry.into_inner();
+                    let (Some(param), Some(index)) = (parts.next(), parts.next()) else { continue };
+                    header.buffer_donors.push(BufferDonor {
+                        parameter: at.number(&param)?,
+                        parameter_index: lower_shape_index(at, index)?,
+                    });
+                }
+            }
+            Rule::EOI => {}
+            _ => {
+                let attribute = raw_attribute(at, &p);
+                let value = file.text.get(attribute.value.range()).unwrap_or("");
+                match file.text.get(attribute.name.range()).unwrap_or("") {
+                    "is_scheduled" => header.is_scheduled = value == "true",
+                    "num_partitions" => header.num_partitions = value.parse().unwrap_or(1),
+                    "replica_count" => header.replica_count = value.parse().unwrap_or(1),
+                    _ => header.other.push(attribute),
+                }
+            }
+        }
+    }
+    Ok((name, header))
+}
+
+fn lower_program_shape(at: At, pair: Pair<Rule>) -> Result<ProgramShape, Error> {
+    let mut shapes = pair.into_inner().map(|s| lower_shape(at, s)).collect::<Result<Vec<_>, _>>()?;
+    let result = shapes.pop().unwrap_or(Shape::Tuple(Vec::new()));
+    Ok(ProgramShape { parameters: shapes, result })
+}
+
+fn lower_alias_entry(at: At, pair: Pair<Rule>) -> Result<IoAlias, Error> {
+    let mut alias = IoAlias { output_index: vec![], parameter: 0, parameter_index: vec![], must_alias: false };
+    for (i, p) in pair.into_inner().enumerate() {
+        match (i, p.as_rule()) {
+            (0, _) => alias.output_index = lower_shape_index(at, p)?,
+            (_, Rule::int) => alias.parameter = at.number(&p)?,
+            (_, Rule::shape_index) => alias.parameter_index = lower_shape_index(at, p)?,
+            (_, Rule::alias_kind) => alias.must_alias = p.as_str() == "must-alias",
+            _ => {}
+        }
+    }
+    Ok(alias)
+}
+
+fn lower_shape_index(at: At, pair: Pair<Rule>) -> Result<Vec<u64>, Error> {
+    pair.into_inner().map(|p| at.number(&p)).collect()
+}
+
+fn lower_stack_tables(file: &SourceFile, tables: Pair<Rule>) -> Result<StackFrameIndex, Error> {
+    let at = At { file, base: 0 };
+    let mut index = StackFrameIndex::default();
+    let mut section = Rule::kw_file_names;
+    // Table references are 1-based with 0 for "none"; `parent_frame_id` is
+    // printed one higher still, so 1 means "no parent" (notes §1.3).
+    let to_index = |v: u64, shift: u64| usize::try_from(v).ok().and_then(|v| v.checked_sub(shift as usize + 1));
+    for row in tables.into_inner() {
+        match row.as_rule() {
+            Rule::string_row => {
+                let Some(s) = row.into_inner().nth(1) else { continue };
+                let text = super::metadata::unescape(file.text.get(string_contents(at, &s).range()).unwrap_or(""));
+                match section {
+                    Rule::kw_file_names => index.file_names.push(text),
+                    _ => index.function_names.push(text),
+                }
+            }
+            Rule::record_row => {
+                let mut fields = HashMap::new();
+                for field in row.into_inner().skip(1) {
+                    let mut kv = field.into_inner();
+                    if let (Some(k), Some(v)) = (kv.next(), kv.next()) {
+                        fields.insert(k.as_str(), at.number(&v)?);
+                    }
+                }
+                let get = |k: &str| fields.get(k).copied().unwrap_or(0);
+                match section {
+                    Rule::kw_file_locations => index.file_locations.push(FileLocation {
+                        file_name: to_index(get("file_name_id"), 0),
+                        function_name: to_index(get("function_name_id"), 0),
+                        line: get("line"),
+                        column: get("column"),
+                    }),
+                    _ => index.frames.push(StackFrame {
+                        file_location: to_index(get("file_location_id"), 0),
+                        parent: to_index(get("parent_frame_id"), 1),
+                    }),
+                }
+            }
+            keyword => section = keyword,
+        }
+    }
+    Ok(index)
+}
+
+// ---------------------------------------------------------------------------
+// Computations and instructions
+// ---------------------------------------------------------------------------
+
+fn lower_computation<'a>(
+    file: &'a SourceFile,
+    outline: &parse::OutlineComputation<'a>,
+) -> Result<RawComputation<'a>, Error> {
+    let header = parse::parse_line(file, Rule::comp_header, outline.header)?;
+    let mut comp = RawComputation {
+        name: "",
+        name_offset: outline.header.offset,
+        is_entry: false,
+        span: Span::new(outline.header.offset, outline.header.offset + outline.header.text.len()),
+        instructions: Vec::with_capacity(outline.instructions.len()),
+        execution_thread: None,
+    };
+    for p in header.into_inner() {
+        match p.as_rule() {
+            Rule::kw_entry => comp.is_entry = true,
+            Rule::name if comp.name.is_empty() => {
+                comp.name = strip_percent(p.as_str());
+                comp.name_offset = outline.header.offset + p.as_span().start();
+            }
+            _ => {} // the program shape repeats what the parameters say
+        }
+    }
+    for &line in &outline.instructions {
+        comp.instructions.push(lower_instruction(file, line)?);
+    }
+    let close = parse::parse_line(file, Rule::comp_close, outline.close)?;
+    let at = At { file, base: outline.close.offset };
+    for p in close.into_inner().filter(|p| p.as_rule() != Rule::EOI) {
+        let attribute = raw_attribute(at, &p);
+        if file.text.get(attribute.name.range()) == Some("execution_thread") {
+            let value = file.text.get(attribute.value.range()).unwrap_or("");
+            comp.execution_thread = Some(super::metadata::unescape(value.trim_matches('"')));
+        }
+    }
+    Ok(comp)
+}
+
+fn lower_instruction<'a>(file: &'a SourceFile, line: Line<'a>) -> Result<RawInstruction<'a>, Error> {
+    let at = At { file, base: line.offset };
+    let pair = parse::parse_line(file, Rule::instruction, line)?;
+    let mut instr = RawInstruction {
+        name: "",
+        name_offset: line.offset,
+        line: Span::new(line.offset, line.offset + line.text.len()),
+        is_root: false,
+        shape: Shape::Tuple(Vec::new()),
+        opcode: Opcode::Tuple,
+        operands: Vec::new(),
+        parameter_number: None,
+        called: Vec::new(),
+        control_predecessors: Vec::new(),
+        tuple_index: None,
+        custom_call_target: None,
+        fusion_kind: None,
+        output_to_operand_aliasing: Vec::new(),
+        metadata: Metadata::default(),
+        attributes: Vec::new(),
+    };
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::kw_root => instr.is_root = true,
+            Rule::name => {
+                instr.name = strip_percent(p.as_str());
+                instr.name_offset = at.offset(&p);
+            }
+            Rule::tuple_shape | Rule::buffer_shape | Rule::array_shape => instr.shape = lower_shape(at, p)?,
+            Rule::constant_call => instr.opcode = Opcode::Constant,
+            Rule::op_call => lower_op_call(at, p, &mut instr)?,
+            Rule::EOI => {}
+            _ => lower_attribute(at, p, &mut instr)?,
+        }
+    }
+    Ok(instr)
+}
+
+fn lower_op_call<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a>) -> Result<(), Error> {
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::opcode => instr.opcode = Opcode::parse(p.as_str()),
+            Rule::operand_list => {
+                for operand in p.into_inner() {
+                    lower_operand(at, operand, instr)?;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn lower_operand<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a>) -> Result<(), Error> {
+    let mut operand = RawOperand { reference: Reference { name: "", offset: 0 }, tuple_path: Vec::new() };
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::parameter_number if instr.opcode == Opcode::Parameter => {
+                instr.parameter_number = Some(at.number(&p)?);
+                return Ok(());
+            }
+            Rule::parameter_number => {
+                return Err(at.error(&p, "expected an operand name".into(), "a number is only allowed in `parameter(N)`"))
+            }
+            Rule::name => {
+                operand.reference = Reference { name: strip_percent(p.as_str()), offset: at.offset(&p) }
+            }
+            Rule::gte_index => {
+                if let Some(n) = p.into_inner().next() {
+                    operand.tuple_path.push(at.number(&n)?);
+                }
+            }
+            _ => {} // an operand shape (dumps before 2025-03) repeats the operand's own shape
+        }
+    }
+    instr.operands.push(operand);
+    Ok(())
+}
+
+fn lower_attribute<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a>) -> Result<(), Error> {
+    let reference = |p: &Pair<'a, Rule>| Reference { name: strip_percent(p.as_str()), offset: at.offset(p) };
+    match pair.as_rule() {
+        Rule::metadata_attr => {
+            for field in pair.into_inner() {
+                lower_meta_field(at, field, &mut instr.metadata)?;
+            }
+        }
+        Rule::called_attr => {
+            let mut parts = pair.into_inner();
+            if let (Some(key), Some(name)) = (parts.next(), parts.next()) {
+                instr.called.push((call_role(key.as_str()), reference(&name)));
+            }
+        }
+        Rule::called_list_attr => {
+            let mut parts = pair.into_inner();
+            let role = call_role(parts.next().map_or("", |k| k.as_str()));
+            for name in parts.flat_map(|list| list.into_inner()) {
+                instr.called.push((role, reference(&name)));
+            }
+        }
+        Rule::control_preds_attr => {
+            for name in pair.into_inner().flat_map(|list| list.into_inner()) {
+                instr.control_predecessors.push(reference(&name));
+            }
+        }
+        Rule::index_attr => {
+            if let Some(n) = pair.into_inner().next() {
+                instr.tuple_index = Some(at.number(&n)?);
+            }
+        }
+        Rule::target_attr => {
+            if let Some(s) = pair.into_inner().next() {
+                let text = at.file.text.get(string_contents(at, &s).range()).unwrap_or("");
+                instr.custom_call_target = Some(super::metadata::unescape(text));
+            }
+        }
+        Rule::kind_attr => instr.fusion_kind = pair.into_inner().next().map(|k| k.as_str().to_string()),
+        Rule::operand_alias_attr => {
+            for alias in pair.into_inner() {
+                let mut parts = alias.into_inner();
+                let (Some(out), Some(operand), Some(index)) = (parts.next(), parts.next(), parts.next()) else {
+                    continue;
+                };
+                instr.output_to_operand_aliasing.push(OperandAlias {
+                    output_index: lower_shape_index(at, out)?,
+                    operand: at.number(&operand)?,
+                    operand_index: lower_shape_index(at, index)?,
+                });
+            }
+        }
+        _ => instr.attributes.push(raw_attribute(at, &pair)),
+    }
+    Ok(())
+}
+
+fn call_role(key: &str) -> CallRole {
+    match key {
+        "calls" => CallRole::Calls,
+        "to_apply" => CallRole::ToApply,
+        "condition" => CallRole::Condition,
+        "body" => CallRole::Body,
+        "select" => CallRole::Select,
+        "scatter" => CallRole::Scatter,
+        "called_computations" => CallRole::Called,
+        _ => CallRole::Branch, // branch_computations, true_computation, false_computation
+    }
+}
+
+fn lower_meta_field(at: At, field: Pair<Rule>, metadata: &mut Metadata) -> Result<(), Error> {
+    let mut kv = field.into_inner();
+    let (Some(key), Some(value)) = (kv.next(), kv.next()) else { return Ok(()) };
+    let quoted = || {
+        let s = at.span(&value);
+        let text = value.as_str();
+        (text.len() >= 2 && text.starts_with('"') && text.ends_with('"'))
+            .then(|| Span { start: s.start + 1, end: s.end - 1 })
+    };
+    match key.as_str() {
+        "op_type" => metadata.op_type = quoted(),
+        "op_name" => metadata.op_name = quoted(),
+        "source_file" => metadata.source_file = quoted(),
+        "source_line" => metadata.source_line = value.as_str().parse().ok(),
+        "stack_frame_id" => metadata.stack_frame_id = value.as_str().parse().ok(),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Any attribute as `name` and `value` spans, split at the first `=`.
+fn raw_attribute(at: At, pair: &Pair<'_, Rule>) -> Attribute {
+    let span = at.span(pair);
+    let eq = pair.as_str().find('=').map_or(0, |i| i as u32);
+    Attribute {
+        name: Span { start: span.start, end: span.start + eq },
+        value: Span { start: (span.start + eq + 1).min(span.end), end: span.end },
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shapes
+// ---------------------------------------------------------------------------
+
+fn lower_shape(at: At, pair: Pair<Rule>) -> Result<Shape, Error> {
+    let shape = match pair.as_rule() {
+        Rule::tuple_shape => {
+            Shape::Tuple(pair.clone().into_inner().map(|p| lower_shape(at, p)).collect::<Result<_, _>>()?)
+        }
+        Rule::buffer_shape => match pair.clone().into_inner().next() {
+            Some(inner) => Shape::Buffer(Box::new(lower_shape(at, inner)?)),
+            None => return Err(at.error(&pair, "expected a shape inside `b(...)`".into(), "empty")),
+        },
+        _ => Shape::Array(lower_array_shape(at, pair.clone())?),
+    };
+    if !shape.sizes_fit() {
+        return Err(at.error(
+            &pair,
+            format!("shape `{}` is larger than 2^64 bytes", pair.as_str()),
+            "too large to allocate",
+        ));
+    }
+    Ok(shape)
+}
+
+fn lower_array_shape(at: At, pair: Pair<Rule>) -> Result<ArrayShape, Error> {
+    let mut shape = ArrayShape { element: ElementType::F32, dims: Vec::new(), layout: None };
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::elem_type => {
+                shape.element = ElementType::parse(p.as_str()).ok_or_else(|| {
+                    at.error(&p, format!("unknown element type `{}`", p.as_str()), "not an XLA element type")
+                })?;
+            }
+            Rule::dim => {
+                let Some(d) = p.into_inner().next() else { continue };
+                shape.dims.push(match d.as_rule() {
+                    Rule::dynamic_unbounded => Dim::Unbounded,
+                    Rule::dynamic_bound => Dim::Bounded(d.into_inner().next().map_or(Ok(0), |n| at.number(&n))?),
+                    _ => Dim::Static(at.number(&d)?),
+                });
+            }
+            Rule::layout => shape.layout = Some(lower_layout(at, p)?),
+            _ => {}
+        }
+    }
+    Ok(shape)
+}
+
+fn lower_layout(at: At, pair: Pair<Rule>) -> Result<Layout, Error> {
+    let mut layout = Layout::default();
+    let first = |p: Pair<Rule>| p.into_inner().next().map_or(Ok(0), |n| at.number(&n));
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::minor_to_major => layout.minor_to_major = p.into_inner().map(|n| at.number(&n)).collect::<Result<_, _>>()?,
+            Rule::tile_field => {
+                for tile in p.into_inner() {
+                    let dims = tile
+                        .into_inner()
+                        .map(|d| if d.as_str() == "*" { Ok(None) } else { at.number(&d).map(Some) })
+                        .collect::<Result<_, _>>()?;
+                    layout.tiles.push(dims);
+                }
+            }
+            Rule::element_bits => layout.element_size_bits = Some(first(p)?),
+            Rule::memory_space => layout.memory_space = first(p)?,
+            Rule::tail_padding => layout.tail_padding = Some(first(p)?),
+            _ => layout.other_fields.push(p.as_str().to_string()),
+        }
+    }
+    Ok(layout)
+}
+

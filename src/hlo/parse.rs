@@ -1,0 +1,378 @@
+//! Runs the pest grammar (`grammar/hlo.pest`) and turns its errors into ours.
+//!
+//! Pass 1 (`Rule::module`) cuts the file into lines of known kinds; pass 2 parses
+//! each line with its own rule. See the grammar's header for why.
+
+use pest::iterators::Pair;
+use pest::Parser;
+
+use crate::error::Error;
+use crate::source::SourceFile;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "grammar/hlo.pest"]
+pub struct HloParser;
+
+/// A line of the file: its byte offset and its text (without the line break).
+#[derive(Debug, Clone, Copy)]
+pub struct Line<'a> {
+    pub offset: usize,
+    pub text: &'a str,
+}
+
+/// The file cut into its parts (pass 1).
+pub struct Outline<'a> {
+    pub header: Line<'a>,
+    pub stack_tables: Option<Pair<'a, Rule>>,
+    pub computations: Vec<OutlineComputation<'a>>,
+}
+
+pub struct OutlineComputation<'a> {
+    pub header: Line<'a>,
+    pub instructions: Vec<Line<'a>>,
+    pub close: Line<'a>,
+}
+
+/// How deeply brackets may nest in one line. Real dumps stay under 20; the
+/// limit keeps pest's recursion far from the end of the stack on hostile input.
+const MAX_NESTING: usize = 200;
+
+/// Pass 1: finds the header, the tables and each computation's lines.
+pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
+    let text = file.text.as_str();
+    let module = HloParser::parse(Rule::module, text)
+        .map_err(|e| syntax_error(file, 0, &e))?
+        .next()
+        .expect("a successful parse of Rule::module yields one pair");
+    let mut outline = Outline {
+        header: Line { offset: 0, text: "" },
+        stack_tables: None,
+        computations: Vec::new(),
+    };
+    for pair in module.into_inner() {
+        match pair.as_rule() {
+            Rule::header_line => outline.header = line(&pair),
+            Rule::stack_tables => outline.stack_tables = Some(pair),
+            Rule::computation => {
+                let mut parts = pair.into_inner();
+                let header = parts.next().map(|p| line(&p)).unwrap_or(Line { offset: 0, text: "" });
+                let mut instructions = Vec::new();
+                let mut close = header;
+                for p in parts {
+                    match p.as_rule() {
+                        Rule::instr_line => instructions.push(line(&p)),
+                        _ => close = line(&p),
+                    }
+                }
+                outline.computations.push(OutlineComputation { header, instructions, close });
+            }
+            _ => {}
+        }
+    }
+    Ok(outline)
+}
+
+fn line<'a>(pair: &Pair<'a, Rule>) -> Line<'a> {
+    Line { offset: pair.as_span().start(), text: pair.as_str() }
+}
+
+/// Pass 2: parses one line with `rule`; errors point into the file.
+pub fn parse_line<'a>(file: &SourceFile, rule: Rule, line: Line<'a>) -> Result<Pair<'a, Rule>, Error> {
+    if let Some(at) = too_deep(line.text) {
+        return Err(Error::at(
+            file,
+            line.offset + at..line.offset + at + 1,
+            format!("brackets nest more than {MAX_NESTING} deep"),
+            "too deep",
+        )
+        .with_note("no XLA dump nests this deep; the file is probably corrupt"));
+    }
+    let mut pairs = HloParser::parse(rule, line.text).map_err(|e| syntax_error(file, line.offset, &e))?;
+    Ok(pairs.next().expect("a successful parse yields its rule's pair"))
+}
+
+/// The offset at which brackets first nest deeper than `MAX_NESTING`, outside strings.
+fn too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'(' | b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(i);
+                }
+            }
+            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+fn syntax_error(file: &SourceFile, base: usize, e: &pest::error::Error<Rule>) -> Error {
+    use pest::error::{ErrorVariant, InputLocation};
+    let at = base
+        + match e.location {
+            InputLocation::Pos(p) => p,
+            InputLocation::Span((s, _)) => s,
+        };
+    let expected = match &e.variant {
+        ErrorVariant::ParsingError { positives, .. } => {
+            let mut words: Vec<&str> = positives.iter().map(|r| describe(*r)).collect();
+            words.sort_unstable();
+            words.dedup();
+            words
+        }
+        ErrorVariant::CustomError { .. } => Vec::new(),
+    };
+    let found = found_at(&file.text, at);
+    let expected = match expected.len() {
+        0 => "something else".to_string(),
+        1 => expected[0].to_string(),
+        n => format!("{} or {}", expected[..n - 1].join(", "), expected[n - 1]),
+    };
+    let mut error = Error::at(
+        file,
+        at..at + found.len().max(1),
+        format!("expected {expected}, found {}", found.describe()),
+        format!("expected {expected}"),
+    );
+    if found.is_end_of_file() {
+        error = error.with_note("the file ends here: it may be truncated");
+    }
+    error
+}
+
+/// What stands at an error position, for the message.
+struct Found<'a>(Option<&'a str>);
+
+impl Found<'_> {
+    fn len(&self) -> usize {
+        self.0.map_or(0, str::len)
+    }
+    fn is_end_of_file(&self) -> bool {
+        self.0.is_none()
+    }
+    fn describe(&self) -> String {
+        match self.0 {
+            None => "end of file".to_string(),
+            Some("\n") | Some("\r\n") => "end of line".to_string(),
+            Some(token) => format!("`{token}`"),
+        }
+    }
+}
+
+fn found_at(text: &str, at: usize) -> Found<'_> {
+    let Some(rest) = text.get(at..) else { return Found(None) };
+    let Some(first) = rest.chars().next() else { return Found(None) };
+    if rest.starts_with("\r\n") {
+        return Found(Some("\r\n"));
+    }
+    let len = if first.is_alphanumeric() || first == '_' || first == '%' {
+        rest.find(|c: char| !(c.is_alphanumeric() || "_.-%".contains(c))).unwrap_or(rest.len())
+    } else {
+        first.len_utf8()
+    };
+    // Keep long identifiers readable in a one-line message.
+    let len = rest.char_indices().nth(40).map_or(len, |(i, _)| len.min(i));
+    Found(Some(&rest[..len]))
+}
+
+/// What each rule is called in an error message. Exhaustive on purpose: a new
+/// rule does not compile until it has words.
+pub fn describe(rule: Rule) -> &'static str {
+    match rule {
+        Rule::EOI => "end of line",
+        Rule::module => "an HLO module",
+        Rule::header_line | Rule::header => "the `HloModule <name>` header",
+        Rule::computation | Rule::comp_header_line | Rule::comp_header => {
+            "a computation (`%name (params) -> shape {`)"
+        }
+        Rule::instr_line | Rule::instruction => "an instruction (`%name = shape opcode(...)`)",
+        Rule::comp_close_line | Rule::comp_close => "`}` closing the computation",
+        Rule::stack_tables => "the stack-frame tables",
+        Rule::kw_file_names => "`FileNames`",
+        Rule::kw_function_names => "`FunctionNames`",
+        Rule::kw_file_locations => "`FileLocations`",
+        Rule::kw_stack_frames => "`StackFrames`",
+        Rule::string_row => "a table row (`1 \"name\"`)",
+        Rule::record_row => "a table row (`1 {key=value ...}`)",
+        Rule::record_field => "`key=number`",
+        Rule::module_name => "a module name",
+        Rule::entry_layout_attr => "`entry_computation_layout={...}`",
+        Rule::program_shape => "a program shape (`(shapes)->shape`)",
+        Rule::io_alias_attr => "`input_output_alias={...}`",
+        Rule::alias_entry => "an alias (`{output}: (parameter, {index}, may-alias)`)",
+        Rule::alias_kind => "`may-alias` or `must-alias`",
+        Rule::buffer_donor_attr => "`buffer_donor={...}`",
+        Rule::donor_entry => "a donor (`(parameter, {index})`)",
+        Rule::shape_index => "a shape index (`{}`, `{0,1}`)",
+        Rule::kw_entry => "`ENTRY`",
+        Rule::param_list => "a parameter list (`(p0: f32[2], ...)`)",
+        Rule::param_decl => "a parameter (`name: shape`)",
+        Rule::kw_root => "`ROOT`",
+        Rule::constant_call => "`constant(literal)`",
+        Rule::literal => "a literal",
+        Rule::op_call => "an opcode and operands (`add(%x, %y)`)",
+        Rule::opcode => "an opcode",
+        Rule::name | Rule::ident => "a name",
+        Rule::operand_list => "operands",
+        Rule::operand => "an operand",
+        Rule::parameter_number => "a parameter number",
+        Rule::gte_index => "a tuple index (`#0`)",
+        Rule::tuple_shape => "a tuple shape",
+        Rule::buffer_shape => "a buffer shape (`b(...)`)",
+        Rule::array_shape => "a shape (`f32[2,3]`)",
+        Rule::elem_type => "an element type (`f32`, `bf16`, `pred`, ...)",
+        Rule::dim => "a dimension size",
+        Rule::dynamic_unbounded => "`?`",
+        Rule::dynamic_bound => "`<=N`",
+        Rule::layout => "a layout (`{1,0}`)",
+        Rule::minor_to_major => "dimension numbers",
+        Rule::tile_field => "tiles (`T(8,128)`)",
+        Rule::tile => "a tile (`(8,128)`)",
+        Rule::tile_dim => "a tile size",
+        Rule::element_bits => "`E(bits)`",
+        Rule::memory_space => "`S(space)`",
+        Rule::tail_padding => "`L(n)`",
+        Rule::other_layout_field => "a layout field",
+        Rule::metadata_attr => "`metadata={...}`",
+        Rule::meta_field => "a metadata field (`op_name=\"...\"`)",
+        Rule::called_attr | Rule::called_key => "a called computation (`calls=%f`)",
+        Rule::called_list_attr | Rule::called_list_key => "called computations (`{%f, %g}`)",
+        Rule::control_preds_attr => "`control-predecessors={...}`",
+        Rule::name_list => "a list of names (`{%a, %b}`)",
+        Rule::index_attr => "`index=N`",
+        Rule::target_attr => "`custom_call_target=\"...\"`",
+        Rule::kind_attr => "`kind=...`",
+        Rule::operand_alias_attr => "`output_to_operand_aliasing={...}`",
+        Rule::operand_alias => "an alias (`{output}: (operand, {index})`)",
+        Rule::generic_attr => "an attribute (`name=value`)",
+        Rule::attr_name => "an attribute name",
+        Rule::attr_value => "an attribute value",
+        Rule::string => "a quoted string",
+        Rule::int => "an integer",
+        // Silent rules never appear in errors; pest still gives them variants.
+        Rule::blank_line | Rule::line_end | Rule::line_text | Rule::rest_of_line => "end of line",
+        Rule::sp_inline | Rule::sp | Rule::sp1 | Rule::comment => "a space",
+        Rule::module_attr | Rule::attribute => "an attribute (`name=value`)",
+        Rule::shape => "a shape (`f32[2,3]`)",
+        Rule::layout_field => "a layout field",
+        Rule::balanced_parens
+        | Rule::bare_chars
+        | Rule::value_run
+        | Rule::brace_group
+        | Rule::bracket_group
+        | Rule::paren_group
+        | Rule::nested_group
+        | Rule::group_text
+        | Rule::dq_text
+        | Rule::sq_text => "balanced brackets",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Parses `input` with `rule` and checks the rule consumed all of it.
+    fn parses_fully(rule: Rule, input: &str) -> bool {
+        match HloParser::parse(rule, input) {
+            Ok(mut pairs) => pairs.next().is_some_and(|p| p.as_str() == input),
+            Err(_) => false,
+        }
+    }
+
+    #[test]
+    fn shapes() {
+        for s in [
+            "f32[2,3]{1,0}",
+            "f32[]",
+            "pred[<=10,3]",
+            "f32[?]",
+            "token[]",
+            "s4[1024]{0:E(4)}",
+            "bf16[2,4,128,64]{2,3,1,0:T(8,128)(2,1)S(1)}",
+            "f32[]{:T(256)}",
+            "u32[8]{0:T(*,128)L(2)#(u32)}",
+        ] {
+            assert!(parses_fully(Rule::array_shape, s), "{s}");
+        }
+        for s in ["(f32[2]{0}, s32[])", "((f32[64]{0}), f32[256]{0}, s32[])", "()", "(f32[], /*index=1*/s32[])"] {
+            assert!(parses_fully(Rule::tuple_shape, s), "{s}");
+        }
+        assert!(parses_fully(Rule::buffer_shape, "b(f32[8]{0})"));
+        assert!(!parses_fully(Rule::array_shape, "f32[2,"));
+        assert!(!parses_fully(Rule::array_shape, "F32[2]"));
+    }
+
+    #[test]
+    fn instructions() {
+        for s in [
+            "  %a.1 = f64[8]{0} parameter(0), metadata={op_name=\"a\"}",
+            "  ROOT %t = (f32[], s32[]) tuple(%x, %y)",
+            "  %c = f32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })",
+            "  %c2 = f32[4096,16]{1,0} constant({...})",
+            "  %c3 = c64[] constant((1, 2))",
+            "  %n = f32[] constant(-inf)",
+            "  %g = f32[8]{0} get-tuple-element(%t), index=0",
+            "  add.1 = f32[] add(x, y)",
+            "  %m = f32[] maximum(f32[] %parameter.35, f32[] %parameter.36), metadata={op_type=\"max\" op_name=\"max\"}",
+            "  %u = f32[8]{0} add(%t#0, %t#1#2)",
+            "  %f = f32[8]{0} fusion(%a, %b), kind=kLoop, calls=%fused, backend_config={\"x\":\"}\"}",
+            "  %ar = f32[8]{0} all-reduce(%x), replica_groups=[2,4]<=[8], to_apply=%sum, channel_id=1",
+            "  %cv = f32[1,8,8,4]{3,2,1,0} convolution(%i, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f",
+            "  %s = f32[2]{0} slice(%x), slice={[0:2:1]}",
+            "  %cc = (f32[8]{0}, s8[4]{0}) custom-call(%x), custom_call_target=\"__cublas$gemm\", output_to_operand_aliasing={{0}: (0, {})}",
+            "  %c4 = (f32[], s32[]) conditional(%p, %x, %y), branch_computations={%b0, %b1}",
+            "  %w = (s32[], f32[8]{0}) while(%init), condition=%cond, body=%body, control-predecessors={%a}",
+            "  %z = f32[8]{0} new-op-from-2030(%x), brand_new_attr={a=[1,2] b=\"c\"}, sharding={devices=[4]<=[4]}",
+            "  %sh = f32[8]{0} copy(%x), sharding={{replicated}, {devices=[2,1]0,1}}",
+        ] {
+            assert!(parses_fully(Rule::instruction, s), "{s}");
+        }
+        assert!(!parses_fully(Rule::instruction, "  %a = f32[8]{0} add(%x"));
+        assert!(!parses_fully(Rule::instruction, "  %a f32[8]{0} add(%x)"));
+    }
+
+    #[test]
+    fn headers() {
+        for s in [
+            "HloModule m",
+            "HloModule jit_fn, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }, entry_computation_layout={(f64[2]{0}, f64[2]{0})->f64[2]{0}}",
+            "HloModule m, buffer_donor={ (0, {}), (1, {1}) }, num_partitions=8, frontend_attributes={a=\"1\",b={\"k\":2}}",
+            "HloModule m, entry_computation_layout={(f32[]{:T(256)}, /*index=1*/s32[])->(f32[], s32[])}",
+        ] {
+            assert!(parses_fully(Rule::header, s), "{s}");
+        }
+        for s in [
+            "ENTRY %main.1 (a.1: f64[2], b.1: f64[2]) -> f64[2] {",
+            "%region_0.1 (x: f32[], y: f32[]) -> f32[] {",
+            "region_0.2 {",
+            "%fused () -> pred[128,128] {",
+        ] {
+            assert!(parses_fully(Rule::comp_header, s), "{s}");
+        }
+        assert!(parses_fully(Rule::comp_close, "}, execution_thread=\"host\""));
+    }
+
+    #[test]
+    fn nesting_limit_ignores_strings() {
+        assert_eq!(too_deep(&"(".repeat(MAX_NESTING)), None);
+        assert_eq!(too_deep(&"(".repeat(MAX_NESTING + 1)), Some(MAX_NESTING));
+        let quoted = format!("\"{}\"", "(".repeat(1000));
+        assert_eq!(too_deep(&quoted), None);
+    }
+}

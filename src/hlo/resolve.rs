@@ -1,0 +1,230 @@
+//! Name resolution: turns the names a lowered module uses into indices, once.
+//!
+//! Also recreates the `get-tuple-element`s that compact dumps (XLA 2026-07+)
+//! leave out, the way XLA's own parser does: right before their first user,
+//! named after the operand with `#` turned into `_` (notes §1.9).
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use super::ir::*;
+use super::lower::{RawComputation, RawInstruction, Reference};
+use super::metadata::Metadata;
+use super::opcode::Opcode;
+use crate::error::Error;
+use crate::source::SourceFile;
+
+pub(super) fn resolve(
+    file: &SourceFile,
+    raw: Vec<RawComputation>,
+) -> Result<(Vec<Computation>, Vec<Instruction>, CompId), Error> {
+    let error_at = |r: &Reference, title: String, label: &str| {
+        Error::at(file, r.offset..r.offset + r.name.len() + 1, title, label)
+    };
+
+    let mut comp_ids: HashMap<&str, CompId> = HashMap::with_capacity(raw.len());
+    for (i, c) in raw.iter().enumerate() {
+        if comp_ids.insert(c.name, CompId(i as u32)).is_some() {
+            let r = Reference { name: c.name, offset: c.name_offset };
+            return Err(error_at(&r, format!("computation `%{}` is defined twice", c.name), "second definition"));
+        }
+    }
+    let entries: Vec<usize> = raw.iter().enumerate().filter(|(_, c)| c.is_entry).map(|(i, _)| i).collect();
+    if entries.len() > 1 {
+        let c = &raw[entries[1]];
+        let r = Reference { name: c.name, offset: c.name_offset };
+        return Err(error_at(&r, "a module has one ENTRY computation".into(), "second ENTRY"));
+    }
+    // Without an ENTRY marker XLA takes the last computation.
+    let entry = CompId(entries.first().copied().unwrap_or(raw.len().saturating_sub(1)) as u32);
+    if raw.is_empty() {
+        return Err(Error::at(file, file.text.len()..file.text.len(), "the module has no computation", "expected a computation")
+            .with_note("the file may be truncated"));
+    }
+
+    let total: usize = raw.iter().map(|c| c.instructions.len()).sum();
+    let mut instructions: Vec<Instruction> = Vec::with_capacity(total);
+    let mut computations = Vec::with_capacity(raw.len());
+    for (ci, comp) in raw.into_iter().enumerate() {
+        let comp_id = CompId(ci as u32);
+        if comp.instructions.is_empty() {
+            let r = Reference { name: comp.name, offset: comp.name_offset };
+            return Err(error_at(&r, format!("computation `%{}` has no instructions", comp.name), "empty"));
+        }
+        // Names are looked up per computation; register them all first so that
+        // control-predecessors may point forward.
+        let mut local: HashMap<&str, usize> = HashMap::with_capacity(comp.instructions.len());
+        for (i, instr) in comp.instructions.iter().enumerate() {
+            if local.insert(instr.name, i).is_some() {
+                let r = Reference { name: instr.name, offset: instr.name_offset };
+                return Err(error_at(&r, format!("instruction `%{}` is defined twice", instr.name), "second definition"));
+            }
+        }
+        let written: Vec<InstrId> = {
+            // Written instructions get ids in order; synthetic ones are appended later.
+            let base = instructions.len();
+            (0..comp.instructions.len()).map(|i| InstrId((base + i) as u32)).collect()
+        };
+        let mut order: Vec<InstrId> = Vec::with_capacity(comp.instructions.len());
+        let mut synthetic: Vec<Instruction> = Vec::new();
+        let mut synthetic_ids: HashMap<(usize, Vec<u64>), InstrId> = HashMap::new();
+        let first_synthetic = instructions.len() + comp.instructions.len();
+        let mut root = None;
+        let mut params: Vec<(u64, InstrId, Reference)> = Vec::new();
+        let mut pending_preds: Vec<(InstrId, Vec<Reference>)> = Vec::new();
+        let shapes: Vec<super::shape::Shape> = comp.instructions.iter().map(|i| i.shape.clone()).collect();
+
+        for (i, raw_instr) in comp.instructions.into_iter().enumerate() {
+            let id = written[i];
+            let RawInstruction {
+                name,
+                name_offset,
+                line,
+                is_root,
+                shape,
+                opcode,
+                operands: raw_operands,
+                parameter_number,
+                called: raw_called,
+                control_predecessors,
+                tuple_index,
+                custom_call_target,
+                fusion_kind,
+                output_to_operand_aliasing,
+                metadata,
+                attributes,
+            } = raw_instr;
+            let mut operands = Vec::with_capacity(raw_operands.len());
+            for operand in raw_operands {
+                let r = operand.reference;
+                let Some(&target) = local.get(r.name) else {
+                    return Err(error_at(
+                        &r,
+                        format!("unknown instruction `%{}` in computation `%{}`", r.name, comp.name),
+                        "not defined in this computation",
+                    ));
+                };
+                // `%t#0#1`: one get-tuple-element per step, shared by later users.
+                let mut current = written[target];
+                let mut current_shape = shapes[target].clone();
+                for depth in 1..=operand.tuple_path.len() {
+                    let path = operand.tuple_path[..depth].to_vec();
+                    let index = path[depth - 1];
+                    let Some(element) = current_shape.subshape(&[index]).cloned() else {
+                        return Err(error_at(
+                            &r,
+                            format!("`%{}` has no tuple element {:?}", r.name, path),
+                            "no such tuple element",
+                        ));
+                    };
+                    current = match synthetic_ids.entry((target, path.clone())) {
+                        Entry::Occupied(e) => *e.get(),
+                        Entry::Vacant(e) => {
+                            let gte = InstrId((first_synthetic + synthetic.len()) as u32);
+                            let suffix: Vec<String> = path.iter().map(u64::to_string).collect();
+                            synthetic.push(Instruction {
+                                name: format!("{}_{}", r.name, suffix.join("_")),
+                                opcode: Opcode::GetTupleElement,
+                                shape: element.clone(),
+                                operands: vec![current],
+                                computation: comp_id,
+                                called: Vec::new(),
+                                parameter_number: None,
+                                tuple_index: Some(index),
+                                custom_call_target: None,
+                                fusion_kind: None,
+                                output_to_operand_aliasing: Vec::new(),
+                                control_predecessors: Vec::new(),
+                                metadata: Metadata::default(),
+                                attributes: Vec::new(),
+                                span: line,
+                                synthetic: true,
+                            });
+                            order.push(gte);
+                            *e.insert(gte)
+                        }
+                    };
+                    current_shape = element;
+                }
+                operands.push(current);
+            }
+            let mut called = Vec::with_capacity(raw_called.len());
+            for (role, r) in raw_called {
+                let Some(&target) = comp_ids.get(r.name) else {
+                    return Err(error_at(
+                        &r,
+                        format!("unknown computation `%{}`", r.name),
+                        "no computation of this name in the module",
+                    ));
+                };
+                called.push((role, target));
+            }
+            if is_root {
+                if root.is_some() {
+                    let r = Reference { name, offset: name_offset };
+                    return Err(error_at(&r, format!("computation `%{}` has two ROOTs", comp.name), "second ROOT"));
+                }
+                root = Some(id);
+            }
+            if let Some(n) = parameter_number {
+                params.push((n, id, Reference { name, offset: name_offset }));
+            }
+            if !control_predecessors.is_empty() {
+                pending_preds.push((id, control_predecessors));
+            }
+            order.push(id);
+            instructions.push(Instruction {
+                name: name.to_string(),
+                opcode,
+                shape,
+                operands,
+                computation: comp_id,
+                called,
+                parameter_number,
+                tuple_index,
+                custom_call_target,
+                fusion_kind,
+                output_to_operand_aliasing,
+                control_predecessors: Vec::new(),
+                metadata,
+                attributes,
+                span: line,
+                synthetic: false,
+            });
+        }
+        instructions.extend(synthetic);
+        for (id, preds) in pending_preds {
+            let mut resolved = Vec::with_capacity(preds.len());
+            for r in preds {
+                let Some(&target) = local.get(r.name) else {
+                    return Err(error_at(
+                        &r,
+                        format!("unknown instruction `%{}` in control-predecessors", r.name),
+                        "not defined in this computation",
+                    ));
+                };
+                resolved.push(written[target]);
+            }
+            instructions[id.index()].control_predecessors = resolved;
+        }
+        params.sort_by_key(|(n, _, _)| *n);
+        for (expected, (n, _, r)) in params.iter().enumerate() {
+            if *n != expected as u64 {
+                let what = if *n < expected as u64 { "is declared twice" } else { "skips a number" };
+                return Err(error_at(r, format!("parameter({n}) of `%{}` {what}", comp.name), "parameter numbers must be 0, 1, 2, ..."));
+            }
+        }
+        // Without a ROOT marker XLA takes the last instruction.
+        let root = root.unwrap_or(*written.last().expect("computation has instructions"));
+        computations.push(Computation {
+            name: comp.name.to_string(),
+            is_entry: comp_id == entry,
+            instructions: order,
+            root,
+            parameters: params.into_iter().map(|(_, id, _)| id).collect(),
+            execution_thread: comp.execution_thread,
+            span: comp.span,
+        });
+    }
+    Ok((computations, instructions, entry))
+}

@@ -1,0 +1,153 @@
+//! The report: plain data that renderers print. This is the JSON contract, so
+//! field names here are the public interface; add fields, never rename them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::hlo::{InstrId, Module, Shape};
+
+/// Everything `hlomem analyze` says about a set of inputs.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub modules: Vec<ModuleReport>,
+    /// Inputs that could not be read; the others are still reported.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<InputError>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct InputError {
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    pub message: String,
+    /// The message as shown on a terminal, with the source line and a caret.
+    #[serde(skip)]
+    pub rendered: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ModuleReport {
+    pub name: String,
+    pub file: String,
+    /// `is_scheduled=true`: text order is XLA's schedule (after-optimizations dumps).
+    pub scheduled: bool,
+    pub computations: usize,
+    pub instructions: usize,
+    /// SPMD partitions; numbers are per device when this is above 1.
+    pub num_partitions: u64,
+    pub replica_count: u64,
+    pub parameters: Vec<ParameterReport>,
+    /// The entry's result, one entry per array leaf.
+    pub outputs: Vec<OutputReport>,
+    /// Bytes of every entry parameter (leaves and tuple index tables).
+    pub parameter_bytes: u64,
+    /// Bytes of the entry's result (leaves and tuple index tables).
+    pub output_bytes: u64,
+    /// Opcodes this version of hlomem does not know, with their counts.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub unknown_opcodes: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ParameterReport {
+    pub number: u64,
+    pub name: String,
+    pub shape: Shape,
+    pub bytes: u64,
+    /// For JAX, the Python argument's name (`a`, `params['w']`).
+    pub op_name: Option<String>,
+    /// `file:line` of the user's code, when the dump says.
+    pub source: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct OutputReport {
+    /// Position in the result tuple; `[]` when the result is a single array.
+    pub index: Vec<u64>,
+    pub shape: Shape,
+    pub bytes: u64,
+    /// The parameter whose buffer this output lives in (`input_output_alias`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aliases_parameter: Option<AliasedParameter>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AliasedParameter {
+    pub number: u64,
+    pub index: Vec<u64>,
+}
+
+impl ModuleReport {
+    /// Summarizes a parsed module: its size, its parameters and its result.
+    pub fn summarize(module: &Module) -> ModuleReport {
+        let entry = module.entry();
+        let parameters: Vec<ParameterReport> = entry
+            .parameters
+            .iter()
+            .map(|&id| parameter_report(module, id))
+            .collect();
+        let result = &module.instr(entry.root).shape;
+        let outputs = result
+            .leaves()
+            .into_iter()
+            .map(|(index, shape)| {
+                let aliases_parameter = module
+                    .header
+                    .input_output_alias
+                    .iter()
+                    .find(|a| a.output_index == index)
+                    .map(|a| AliasedParameter { number: a.parameter, index: a.parameter_index.clone() });
+                OutputReport { bytes: shape.byte_size(), shape: shape.clone(), index, aliases_parameter }
+            })
+            .collect();
+        let mut unknown_opcodes = BTreeMap::new();
+        for instr in &module.instructions {
+            if !instr.opcode.is_known() {
+                *unknown_opcodes.entry(instr.opcode.as_str().to_string()).or_default() += 1;
+            }
+        }
+        ModuleReport {
+            name: module.name.clone(),
+            file: module.path.display().to_string(),
+            scheduled: module.header.is_scheduled,
+            computations: module.computations.len(),
+            instructions: module.instructions.iter().filter(|i| !i.synthetic).count(),
+            num_partitions: module.header.num_partitions,
+            replica_count: module.header.replica_count,
+            parameter_bytes: parameters.iter().fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
+            output_bytes: result.total_byte_size(),
+            parameters,
+            outputs,
+            unknown_opcodes,
+        }
+    }
+}
+
+fn parameter_report(module: &Module, id: InstrId) -> ParameterReport {
+    let instr = module.instr(id);
+    ParameterReport {
+        number: instr.parameter_number.unwrap_or_default(),
+        name: instr.name.clone(),
+        shape: instr.shape.clone(),
+        bytes: instr.shape.total_byte_size(),
+        op_name: module.op_name(id),
+        source: module.source_location(id).map(|l| l.to_string()),
+    }
+}
+
+impl InputError {
+    pub fn new(path: &std::path::Path, error: &crate::Error) -> InputError {
+        let location = error.location();
+        InputError {
+            file: path.display().to_string(),
+            line: location.map(|(_, line, _)| line),
+            column: location.map(|(_, _, column)| column),
+            message: error.to_string(),
+            rendered: error.render(false),
+        }
+    }
+}
