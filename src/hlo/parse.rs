@@ -41,7 +41,7 @@ const MAX_NESTING: usize = 200;
 pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
     let text = file.text.as_str();
     let module = HloParser::parse(Rule::module, text)
-        .map_err(|e| syntax_error(file, 0, &e))?
+        .map_err(|e| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))?
         .next()
         .expect("a successful parse of Rule::module yields one pair");
     let mut outline = Outline {
@@ -87,7 +87,7 @@ pub fn parse_line<'a>(file: &SourceFile, rule: Rule, line: Line<'a>) -> Result<P
         )
         .with_note("no XLA dump nests this deep; the file is probably corrupt"));
     }
-    let mut pairs = HloParser::parse(rule, line.text).map_err(|e| syntax_error(file, line.offset, &e))?;
+    let mut pairs = HloParser::parse(rule, line.text).map_err(|e| syntax_error(file, rule, line, &e))?;
     Ok(pairs.next().expect("a successful parse yields its rule's pair"))
 }
 
@@ -121,26 +121,32 @@ fn too_deep(text: &str) -> Option<usize> {
     None
 }
 
-fn syntax_error(file: &SourceFile, base: usize, e: &pest::error::Error<Rule>) -> Error {
+fn syntax_error(file: &SourceFile, rule: Rule, line: Line, e: &pest::error::Error<Rule>) -> Error {
     use pest::error::{ErrorVariant, InputLocation};
-    let at = base
-        + match e.location {
-            InputLocation::Pos(p) => p,
-            InputLocation::Span((s, _)) => s,
-        };
-    let expected = match &e.variant {
-        ErrorVariant::ParsingError { positives, .. } => {
-            let mut words: Vec<&str> = positives.iter().map(|r| describe(*r)).collect();
-            words.sort_unstable();
-            words.dedup();
-            words
+    let (at, mut expected) = match detailed_expectations(rule, line.text) {
+        // Parsing again with pest's error detail names the punctuation that was
+        // expected (`,` or `]`), which the plain error, listing rules only, cannot.
+        Some(detail) => detail,
+        None => {
+            let at = match e.location {
+                InputLocation::Pos(p) => p,
+                InputLocation::Span((s, _)) => s,
+            };
+            let words = match &e.variant {
+                ErrorVariant::ParsingError { positives, .. } => {
+                    positives.iter().map(|r| describe(*r).to_string()).collect()
+                }
+                ErrorVariant::CustomError { .. } => Vec::new(),
+            };
+            (at, words)
         }
-        ErrorVariant::CustomError { .. } => Vec::new(),
     };
+    let at = line.offset + at;
+    expected.dedup();
     let found = found_at(&file.text, at);
     let expected = match expected.len() {
         0 => "something else".to_string(),
-        1 => expected[0].to_string(),
+        1 => expected[0].clone(),
         n => format!("{} or {}", expected[..n - 1].join(", "), expected[n - 1]),
     };
     let mut error = Error::at(
@@ -153,6 +159,45 @@ fn syntax_error(file: &SourceFile, base: usize, e: &pest::error::Error<Rule>) ->
         error = error.with_note("the file ends here: it may be truncated");
     }
     error
+}
+
+/// Parses `text` again with pest's error detail on (only ever after a failure)
+/// and returns the failure's offset in `text` and words for what could have stood
+/// there: the rules tried and the punctuation they wanted, spaces left out.
+fn detailed_expectations(rule: Rule, text: &str) -> Option<(usize, Vec<String>)> {
+    // The switch is global: serialize the (rare) failures that use it.
+    static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = DETAIL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    pest::set_error_detail(true);
+    let result = HloParser::parse(rule, text);
+    pest::set_error_detail(false);
+    let attempts = result.err()?.parse_attempts()?;
+    let mut words: Vec<String> = Vec::new();
+    for stack in attempts.call_stacks() {
+        if let Some(&r) = stack.deepest.get_rule() {
+            words.push(describe(r).to_string());
+        }
+    }
+    for token in attempts.expected_tokens() {
+        let token = token.to_string();
+        let word = match token.as_str() {
+            " " | "\t" | "\r" | "\n" | "\r\n" | "/*" | "BUILTIN_RULE" => continue,
+            "0..9" => "a digit".to_string(),
+            t if t.len() == 4 && t.contains("..") => "a letter".to_string(),
+            t => format!("`{}`", t.escape_debug()),
+        };
+        words.push(word);
+    }
+    // Drop a token that a rule's words already show (`}` beside "`}` closing ...").
+    let rules_words = words.clone();
+    let shown = |w: &String| {
+        rules_words.iter().any(|r| r != w && r.contains(w.as_str()))
+            || (w == "a digit" && rules_words.iter().any(|r| r == "an integer"))
+    };
+    let mut seen = std::collections::HashSet::new();
+    words.retain(|w| w != "a space" && !shown(w) && seen.insert(w.clone()));
+    words.truncate(8);
+    (!words.is_empty()).then_some((attempts.max_position, words))
 }
 
 /// What stands at an error position, for the message.
@@ -196,7 +241,7 @@ pub fn describe(rule: Rule) -> &'static str {
     match rule {
         Rule::EOI => "end of line",
         Rule::module => "an HLO module",
-        Rule::header_line | Rule::header => "the `HloModule <name>` header",
+        Rule::header_line | Rule::header => "the header (`HloModule` and a name)",
         Rule::computation | Rule::comp_header_line | Rule::comp_header => {
             "a computation (`%name (params) -> shape {`)"
         }

@@ -1,1 +1,8 @@
+//! One integration-test binary (faster to link than one per file).
 
+mod cli;
+mod corpus;
+mod errors;
+mod parse;
+mod samples;
+mod support;

@@ -1,0 +1,44 @@
+//! Shared test helpers.
+
+use std::path::{Path, PathBuf};
+
+/// Insta settings for file snapshots: all in the top-level `snapshots/`.
+pub fn snapshot_settings() -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path("../../snapshots");
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
+}
+
+/// The crate's root; tests run with it as the working directory.
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `path` relative to the crate root, so messages and snapshots do not depend
+/// on where the repository is checked out.
+pub fn relative(path: &Path) -> PathBuf {
+    path.strip_prefix(root()).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Every sample's after-optimizations HLO file, sorted.
+pub fn sample_modules() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("samples"))
+        .expect("samples/ exists")
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .flat_map(|case| std::fs::read_dir(case.path().join("dump")).into_iter().flatten().flatten())
+        .map(|e| relative(&e.path()))
+        .filter(|p| p.to_string_lossy().ends_with("after_optimizations.txt"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no samples found");
+    files
+}
+
+/// A sample case's `truth.json` (XLA's own numbers, written by samples/gen_samples.py).
+pub fn sample_truth(case: &str) -> serde_json::Value {
+    let text = std::fs::read_to_string(root().join("samples").join(case).join("truth.json")).expect("truth.json");
+    serde_json::from_str(&text).expect("truth.json is JSON")
+}
