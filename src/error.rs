@@ -12,7 +12,10 @@ use crate::source::SourceFile;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("cannot read {}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{} is {bytes} bytes; hlomem reads files of at most 4 GiB", path.display())]
     TooLarge { path: PathBuf, bytes: u64 },
     #[error("{0}")]
@@ -46,7 +49,10 @@ pub struct Diagnostic {
 
 impl Error {
     pub fn io(path: &Path, source: std::io::Error) -> Error {
-        Error::Io { path: path.to_path_buf(), source }
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     /// An error at `span` (byte offsets into `file.text`).
@@ -56,7 +62,12 @@ impl Error {
         title: impl Into<String>,
         label: impl Into<String>,
     ) -> Error {
-        Error::Input(Box::new(Diagnostic::new(file, span, title.into(), label.into())))
+        Error::Input(Box::new(Diagnostic::new(
+            file,
+            span,
+            title.into(),
+            label.into(),
+        )))
     }
 
     pub fn with_note(mut self, note: impl Into<String>) -> Error {
@@ -76,7 +87,11 @@ impl Error {
 
     /// Renders the error for a person: `error: ...`, ` --> file:line:col`, the line and a caret.
     pub fn render(&self, color: bool) -> String {
-        let renderer = if color { Renderer::styled() } else { Renderer::plain() };
+        let renderer = if color {
+            Renderer::styled()
+        } else {
+            Renderer::plain()
+        };
         match self {
             Error::Input(d) => render_diagnostic(d, &renderer),
             Error::Encoding { file, offset } => {
@@ -86,11 +101,15 @@ impl Error {
                     format!("{} is not UTF-8 text", file.path.display()),
                     "invalid UTF-8 byte here".into(),
                 )
-                .noted("HLO dumps are UTF-8; the file may be truncated, compressed or not an HLO dump");
+                .noted(
+                    "HLO dumps are UTF-8; the file may be truncated, compressed or not an HLO dump",
+                );
                 render_diagnostic(&d, &renderer)
             }
             other => {
-                let report = [Group::with_title(Level::ERROR.primary_title(other.to_string()))];
+                let report = [Group::with_title(
+                    Level::ERROR.primary_title(other.to_string()),
+                )];
                 renderer.render(&report)
             }
         }
@@ -98,7 +117,12 @@ impl Error {
 }
 
 impl Diagnostic {
-    fn new(file: &SourceFile, span: std::ops::Range<usize>, title: String, label: String) -> Diagnostic {
+    fn new(
+        file: &SourceFile,
+        span: std::ops::Range<usize>,
+        title: String,
+        label: String,
+    ) -> Diagnostic {
         let len = file.text.len();
         // An error at the very end of a file that ends in a newline points at the
         // end of the last line rather than at an empty line after it.
@@ -109,7 +133,10 @@ impl Diagnostic {
         let line_range = file.line_range(start);
         let line_text = file.text[line_range.clone()].to_string();
         let caret_start = start.saturating_sub(line_range.start).min(line_text.len());
-        let caret_end = span.end.saturating_sub(line_range.start).clamp(caret_start, line_text.len());
+        let caret_end = span
+            .end
+            .saturating_sub(line_range.start)
+            .clamp(caret_start, line_text.len());
         let (line, column) = file.line_col(start);
         Diagnostic {
             path: file.path.clone(),
@@ -135,8 +162,13 @@ fn render_diagnostic(d: &Diagnostic, renderer: &Renderer) -> String {
         .line_start(d.line)
         .path(path.as_str())
         .fold(false)
-        .annotation(AnnotationKind::Primary.span(d.caret.clone()).label(d.label.as_str()));
-    let mut group = Group::with_title(Level::ERROR.primary_title(d.title.as_str())).element(snippet);
+        .annotation(
+            AnnotationKind::Primary
+                .span(d.caret.clone())
+                .label(d.label.as_str()),
+        );
+    let mut group =
+        Group::with_title(Level::ERROR.primary_title(d.title.as_str())).element(snippet);
     if let Some(note) = &d.note {
         group = group.element(Level::NOTE.message(note.as_str()));
     }
@@ -145,6 +177,13 @@ fn render_diagnostic(d: &Diagnostic, renderer: &Renderer) -> String {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.path.display(), self.line, self.column, self.title)
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.path.display(),
+            self.line,
+            self.column,
+            self.title
+        )
     }
 }

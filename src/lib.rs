@@ -39,11 +39,14 @@ pub fn analyze_paths(paths: &[PathBuf]) -> Report {
             Ok(report::ModuleReport::summarize(&module))
         })
         .collect();
-    let mut report = Report { modules: Vec::new(), errors: Vec::new() };
+    let mut report = Report {
+        modules: Vec::new(),
+        errors: Vec::new(),
+    };
     for result in results {
         match result {
             Ok(module) => report.modules.push(module),
-            Err((path, error)) => report.errors.push(report::InputError::new(&path, &error)),
+            Err((path, error)) => report.errors.push(report::InputError::new(&path, error)),
         }
     }
     report

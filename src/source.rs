@@ -18,7 +18,10 @@ pub struct Span {
 impl Span {
     pub fn new(start: usize, end: usize) -> Span {
         // Inputs over 4 GiB are refused when read, so offsets fit in u32.
-        Span { start: start as u32, end: end as u32 }
+        Span {
+            start: start as u32,
+            end: end as u32,
+        }
     }
     pub fn range(self) -> std::ops::Range<usize> {
         self.start as usize..self.end as usize
@@ -46,7 +49,10 @@ impl SourceFile {
             )));
         }
         if metadata.len() > MAX_FILE_BYTES {
-            return Err(Error::TooLarge { path: path.to_path_buf(), bytes: metadata.len() });
+            return Err(Error::TooLarge {
+                path: path.to_path_buf(),
+                bytes: metadata.len(),
+            });
         }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         SourceFile::from_bytes(path, bytes)
@@ -55,7 +61,10 @@ impl SourceFile {
     /// Wraps bytes already in memory (tests, stdin).
     pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<SourceFile, Error> {
         match String::from_utf8(bytes) {
-            Ok(text) => Ok(SourceFile { path: path.to_path_buf(), text }),
+            Ok(text) => Ok(SourceFile {
+                path: path.to_path_buf(),
+                text,
+            }),
             Err(e) => {
                 let offset = e.utf8_error().valid_up_to();
                 // Keep the valid prefix so the error can show the line and column.
@@ -63,7 +72,10 @@ impl SourceFile {
                 bytes.truncate(offset);
                 let text = String::from_utf8(bytes).unwrap_or_default();
                 Err(Error::Encoding {
-                    file: SourceFile { path: path.to_path_buf(), text },
+                    file: SourceFile {
+                        path: path.to_path_buf(),
+                        text,
+                    },
                     offset,
                 })
             }
@@ -71,7 +83,10 @@ impl SourceFile {
     }
 
     pub fn from_text(path: impl Into<PathBuf>, text: impl Into<String>) -> SourceFile {
-        SourceFile { path: path.into(), text: text.into() }
+        SourceFile {
+            path: path.into(),
+            text: text.into(),
+        }
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -79,8 +94,14 @@ impl SourceFile {
         let offset = offset.min(self.text.len());
         let before = &self.text.as_bytes()[..offset];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        let column = self.text[line_start..floor_char_boundary(&self.text, offset)].chars().count() + 1;
+        let line_start = before
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let column = self.text[line_start..floor_char_boundary(&self.text, offset)]
+            .chars()
+            .count()
+            + 1;
         (line, column)
     }
 
@@ -88,9 +109,19 @@ impl SourceFile {
     pub fn line_range(&self, offset: usize) -> std::ops::Range<usize> {
         let bytes = self.text.as_bytes();
         let offset = offset.min(bytes.len());
-        let start = bytes[..offset].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        let end = bytes[offset..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |p| offset + p);
-        let end = if end > start && bytes[end - 1] == b'\r' { end - 1 } else { end };
+        let start = bytes[..offset]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let end = bytes[offset..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| offset + p);
+        let end = if end > start && bytes[end - 1] == b'\r' {
+            end - 1
+        } else {
+            end
+        };
         start..end.max(start)
     }
 }
@@ -120,8 +151,9 @@ mod tests {
 
     #[test]
     fn non_utf8_is_refused_with_its_position() {
-        let err = SourceFile::from_bytes(Path::new("bad.txt"), b"HloModule m\n  %x\xff = 1".to_vec())
-            .unwrap_err();
+        let err =
+            SourceFile::from_bytes(Path::new("bad.txt"), b"HloModule m\n  %x\xff = 1".to_vec())
+                .unwrap_err();
         match err {
             Error::Encoding { file, offset } => {
                 assert_eq!(offset, 16);

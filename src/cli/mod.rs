@@ -50,7 +50,11 @@ pub fn run() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             // clap uses 0 for --help/--version and 2 for usage errors, as we do.
-            return ExitCode::from(if e.use_stderr() { EXIT_INPUT_ERROR } else { EXIT_OK });
+            return ExitCode::from(if e.use_stderr() {
+                EXIT_INPUT_ERROR
+            } else {
+                EXIT_OK
+            });
         }
     };
     let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
@@ -60,20 +64,18 @@ pub fn run() -> ExitCode {
             let report = hlomem::analyze_paths(&paths);
             let mut stderr = std::io::stderr().lock();
             for error in &report.errors {
-                let rendered = if stderr_color {
-                    // Rendered without color inside the report; re-render for the terminal.
-                    error.rendered.clone()
-                } else {
-                    error.rendered.clone()
-                };
-                let _ = writeln!(stderr, "{rendered}");
+                let _ = writeln!(stderr, "{}", error.error.render(stderr_color));
             }
             let failed = !report.errors.is_empty();
             // A lone file that failed prints no report at all: nothing that looks like a result.
             if !(failed && report.modules.is_empty()) || format == Format::Json {
                 let mut stdout = std::io::stdout().lock();
-                let options = RenderOptions { color: stdout_color };
-                if let Err(e) = render::render(&report, format, options, &mut stdout).and_then(|_| stdout.flush()) {
+                let options = RenderOptions {
+                    color: stdout_color,
+                };
+                if let Err(e) = render::render(&report, format, options, &mut stdout)
+                    .and_then(|_| stdout.flush())
+                {
                     if e.kind() != std::io::ErrorKind::BrokenPipe {
                         let _ = writeln!(stderr, "error: cannot write output: {e}");
                         return ExitCode::from(EXIT_INPUT_ERROR);
@@ -89,7 +91,9 @@ fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
-        ColorChoice::Auto => is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        ColorChoice::Auto => {
+            is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
     }
 }
 

@@ -195,23 +195,36 @@ impl Module {
 
     /// Attribute name/value pairs of the header that have no typed field.
     pub fn header_attribute(&self, name: &str) -> Option<&str> {
-        self.header.other.iter().find(|a| self.slice(a.name) == name).map(|a| self.slice(a.value))
+        self.header
+            .other
+            .iter()
+            .find(|a| self.slice(a.name) == name)
+            .map(|a| self.slice(a.value))
     }
 
     /// The `op_name` of an instruction's metadata, unescaped.
     pub fn op_name(&self, instr: InstrId) -> Option<String> {
-        self.instr(instr).metadata.op_name.map(|s| super::metadata::unescape(self.slice(s)))
+        self.instr(instr)
+            .metadata
+            .op_name
+            .map(|s| super::metadata::unescape(self.slice(s)))
     }
 
     /// Where in the user's program an instruction comes from, when the dump says.
     pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
-        self.instr(instr).metadata.source_location(&self.text, &self.stack_frames)
+        self.instr(instr)
+            .metadata
+            .source_location(&self.text, &self.stack_frames)
     }
 
     /// The source line of the instruction in the dump itself: 1-based line number.
     pub fn line_of(&self, instr: InstrId) -> usize {
         let offset = (self.instr(instr).span.start as usize).min(self.text.len());
-        self.text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1
+        self.text.as_bytes()[..offset]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
     }
 
     /// Entry parameters in parameter-number order.

@@ -27,11 +27,21 @@ pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
             Some(tables) => lower_stack_tables(&file, tables)?,
             None => StackFrameIndex::default(),
         };
-        let raw: Vec<Result<RawComputation, Error>> =
-            outline.computations.par_iter().map(|c| lower_computation(&file, c)).collect();
+        let raw: Vec<Result<RawComputation, Error>> = outline
+            .computations
+            .par_iter()
+            .map(|c| lower_computation(&file, c))
+            .collect();
         let raw = raw.into_iter().collect::<Result<Vec<_>, _>>()?;
         let (computations, instructions, entry) = super::resolve::resolve(&file, raw)?;
-        (name, header, stack_frames, computations, instructions, entry)
+        (
+            name,
+            header,
+            stack_frames,
+            computations,
+            instructions,
+            entry,
+        )
     };
     let (name, header, stack_frames, computations, instructions, entry) = lowered;
     Ok(Module {
@@ -114,8 +124,16 @@ impl At<'_> {
     fn number(&self, pair: &Pair<'_, Rule>) -> Result<u64, Error> {
         let text = pair.as_str();
         text.parse::<u64>().map_err(|_| {
-            let what = if text.starts_with('-') { "a non-negative number" } else { "a number below 2^64" };
-            self.error(pair, format!("expected {what}, found `{text}`"), "out of range")
+            let what = if text.starts_with('-') {
+                "a non-negative number"
+            } else {
+                "a number below 2^64"
+            };
+            self.error(
+                pair,
+                format!("expected {what}, found `{text}`"),
+                "out of range",
+            )
         })
     }
 }
@@ -127,7 +145,10 @@ fn strip_percent(name: &str) -> &str {
 /// The text between the quotes of a `string` pair.
 fn string_contents(at: At, pair: &Pair<'_, Rule>) -> Span {
     let s = at.span(pair);
-    Span { start: s.start + 1, end: s.end.saturating_sub(1).max(s.start + 1) }
+    Span {
+        start: s.start + 1,
+        end: s.end.saturating_sub(1).max(s.start + 1),
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -135,10 +156,17 @@ fn string_contents(at: At, pair: &Pair<'_, Rule>) -> Span {
 // ---------------------------------------------------------------------------
 
 fn lower_header(file: &SourceFile, line: Line) -> Result<(String, ModuleHeader), Error> {
-    let at = At { file, base: line.offset };
+    let at = At {
+        file,
+        base: line.offset,
+    };
     let pair = parse::parse_line(file, Rule::header, line)?;
     let mut name = String::new();
-    let mut header = ModuleHeader { num_partitions: 1, replica_count: 1, ..ModuleHeader::default() };
+    let mut header = ModuleHeader {
+        num_partitions: 1,
+        replica_count: 1,
+        ..ModuleHeader::default()
+    };
     for p in pair.into_inner() {
         match p.as_rule() {
             Rule::module_name => name = p.as_str().to_string(),
@@ -149,13 +177,17 @@ fn lower_header(file: &SourceFile, line: Line) -> Result<(String, ModuleHeader),
             }
             Rule::io_alias_attr => {
                 for entry in p.into_inner() {
-                    header.input_output_alias.push(lower_alias_entry(at, entry)?);
+                    header
+                        .input_output_alias
+                        .push(lower_alias_entry(at, entry)?);
                 }
             }
             Rule::buffer_donor_attr => {
                 for entry in p.into_inner() {
                     let mut parts = entry.into_inner();
-                    let (Some(param), Some(index)) = (parts.next(), parts.next()) else { continue };
+                    let (Some(param), Some(index)) = (parts.next(), parts.next()) else {
+                        continue;
+                    };
                     header.buffer_donors.push(BufferDonor {
                         parameter: at.number(&param)?,
                         parameter_index: lower_shape_index(at, index)?,
@@ -179,13 +211,24 @@ fn lower_header(file: &SourceFile, line: Line) -> Result<(String, ModuleHeader),
 }
 
 fn lower_program_shape(at: At, pair: Pair<Rule>) -> Result<ProgramShape, Error> {
-    let mut shapes = pair.into_inner().map(|s| lower_shape(at, s)).collect::<Result<Vec<_>, _>>()?;
+    let mut shapes = pair
+        .into_inner()
+        .map(|s| lower_shape(at, s))
+        .collect::<Result<Vec<_>, _>>()?;
     let result = shapes.pop().unwrap_or(Shape::Tuple(Vec::new()));
-    Ok(ProgramShape { parameters: shapes, result })
+    Ok(ProgramShape {
+        parameters: shapes,
+        result,
+    })
 }
 
 fn lower_alias_entry(at: At, pair: Pair<Rule>) -> Result<IoAlias, Error> {
-    let mut alias = IoAlias { output_index: vec![], parameter: 0, parameter_index: vec![], must_alias: false };
+    let mut alias = IoAlias {
+        output_index: vec![],
+        parameter: 0,
+        parameter_index: vec![],
+        must_alias: false,
+    };
     for (i, p) in pair.into_inner().enumerate() {
         match (i, p.as_rule()) {
             (0, _) => alias.output_index = lower_shape_index(at, p)?,
@@ -208,12 +251,20 @@ fn lower_stack_tables(file: &SourceFile, tables: Pair<Rule>) -> Result<StackFram
     let mut section = Rule::kw_file_names;
     // Table references are 1-based with 0 for "none"; `parent_frame_id` is
     // printed one higher still, so 1 means "no parent" (notes §1.3).
-    let to_index = |v: u64, shift: u64| usize::try_from(v).ok().and_then(|v| v.checked_sub(shift as usize + 1));
+    let to_index = |v: u64, shift: u64| {
+        usize::try_from(v)
+            .ok()
+            .and_then(|v| v.checked_sub(shift as usize + 1))
+    };
     for row in tables.into_inner() {
         match row.as_rule() {
             Rule::string_row => {
-                let Some(s) = row.into_inner().nth(1) else { continue };
-                let text = super::metadata::unescape(file.text.get(string_contents(at, &s).range()).unwrap_or(""));
+                let Some(s) = row.into_inner().nth(1) else {
+                    continue;
+                };
+                let text = super::metadata::unescape(
+                    file.text.get(string_contents(at, &s).range()).unwrap_or(""),
+                );
                 match section {
                     Rule::kw_file_names => index.file_names.push(text),
                     _ => index.function_names.push(text),
@@ -260,7 +311,10 @@ fn lower_computation<'a>(
         name: "",
         name_offset: outline.header.offset,
         is_entry: false,
-        span: Span::new(outline.header.offset, outline.header.offset + outline.header.text.len()),
+        span: Span::new(
+            outline.header.offset,
+            outline.header.offset + outline.header.text.len(),
+        ),
         instructions: Vec::with_capacity(outline.instructions.len()),
         execution_thread: None,
     };
@@ -274,11 +328,22 @@ fn lower_computation<'a>(
             _ => {} // the program shape repeats what the parameters say
         }
     }
-    for &line in &outline.instructions {
-        comp.instructions.push(lower_instruction(file, line)?);
+    // Lines are independent: an unrolled model keeps most of its instructions
+    // in one computation, so split by line rather than by computation.
+    let lowered: Vec<Result<RawInstruction, Error>> = outline
+        .instructions
+        .par_iter()
+        .with_min_len(256)
+        .map(|&line| lower_instruction(file, line))
+        .collect();
+    for instr in lowered {
+        comp.instructions.push(instr?);
     }
     let close = parse::parse_line(file, Rule::comp_close, outline.close)?;
-    let at = At { file, base: outline.close.offset };
+    let at = At {
+        file,
+        base: outline.close.offset,
+    };
     for p in close.into_inner().filter(|p| p.as_rule() != Rule::EOI) {
         let attribute = raw_attribute(at, &p);
         if file.text.get(attribute.name.range()) == Some("execution_thread") {
@@ -289,8 +354,14 @@ fn lower_computation<'a>(
     Ok(comp)
 }
 
-fn lower_instruction<'a>(file: &'a SourceFile, line: Line<'a>) -> Result<RawInstruction<'a>, Error> {
-    let at = At { file, base: line.offset };
+fn lower_instruction<'a>(
+    file: &'a SourceFile,
+    line: Line<'a>,
+) -> Result<RawInstruction<'a>, Error> {
+    let at = At {
+        file,
+        base: line.offset,
+    };
     let pair = parse::parse_line(file, Rule::instruction, line)?;
     let mut instr = RawInstruction {
         name: "",
@@ -317,7 +388,9 @@ fn lower_instruction<'a>(file: &'a SourceFile, line: Line<'a>) -> Result<RawInst
                 instr.name = strip_percent(p.as_str());
                 instr.name_offset = at.offset(&p);
             }
-            Rule::tuple_shape | Rule::buffer_shape | Rule::array_shape => instr.shape = lower_shape(at, p)?,
+            Rule::tuple_shape | Rule::buffer_shape | Rule::array_shape => {
+                instr.shape = lower_shape(at, p)?
+            }
             Rule::constant_call => instr.opcode = Opcode::Constant,
             Rule::op_call => lower_op_call(at, p, &mut instr)?,
             Rule::EOI => {}
@@ -327,7 +400,11 @@ fn lower_instruction<'a>(file: &'a SourceFile, line: Line<'a>) -> Result<RawInst
     Ok(instr)
 }
 
-fn lower_op_call<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a>) -> Result<(), Error> {
+fn lower_op_call<'a>(
+    at: At,
+    pair: Pair<'a, Rule>,
+    instr: &mut RawInstruction<'a>,
+) -> Result<(), Error> {
     for p in pair.into_inner() {
         match p.as_rule() {
             Rule::opcode => instr.opcode = Opcode::parse(p.as_str()),
@@ -342,8 +419,18 @@ fn lower_op_call<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a
     Ok(())
 }
 
-fn lower_operand<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a>) -> Result<(), Error> {
-    let mut operand = RawOperand { reference: Reference { name: "", offset: 0 }, tuple_path: Vec::new() };
+fn lower_operand<'a>(
+    at: At,
+    pair: Pair<'a, Rule>,
+    instr: &mut RawInstruction<'a>,
+) -> Result<(), Error> {
+    let mut operand = RawOperand {
+        reference: Reference {
+            name: "",
+            offset: 0,
+        },
+        tuple_path: Vec::new(),
+    };
     for p in pair.into_inner() {
         match p.as_rule() {
             Rule::parameter_number if instr.opcode == Opcode::Parameter => {
@@ -351,10 +438,17 @@ fn lower_operand<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a
                 return Ok(());
             }
             Rule::parameter_number => {
-                return Err(at.error(&p, "expected an operand name".into(), "a number is only allowed in `parameter(N)`"))
+                return Err(at.error(
+                    &p,
+                    "expected an operand name".into(),
+                    "a number is only allowed in `parameter(N)`",
+                ))
             }
             Rule::name => {
-                operand.reference = Reference { name: strip_percent(p.as_str()), offset: at.offset(&p) }
+                operand.reference = Reference {
+                    name: strip_percent(p.as_str()),
+                    offset: at.offset(&p),
+                }
             }
             Rule::gte_index => {
                 if let Some(n) = p.into_inner().next() {
@@ -368,8 +462,15 @@ fn lower_operand<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a
     Ok(())
 }
 
-fn lower_attribute<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<'a>) -> Result<(), Error> {
-    let reference = |p: &Pair<'a, Rule>| Reference { name: strip_percent(p.as_str()), offset: at.offset(p) };
+fn lower_attribute<'a>(
+    at: At,
+    pair: Pair<'a, Rule>,
+    instr: &mut RawInstruction<'a>,
+) -> Result<(), Error> {
+    let reference = |p: &Pair<'a, Rule>| Reference {
+        name: strip_percent(p.as_str()),
+        offset: at.offset(p),
+    };
     match pair.as_rule() {
         Rule::metadata_attr => {
             for field in pair.into_inner() {
@@ -379,7 +480,9 @@ fn lower_attribute<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<
         Rule::called_attr => {
             let mut parts = pair.into_inner();
             if let (Some(key), Some(name)) = (parts.next(), parts.next()) {
-                instr.called.push((call_role(key.as_str()), reference(&name)));
+                instr
+                    .called
+                    .push((call_role(key.as_str()), reference(&name)));
             }
         }
         Rule::called_list_attr => {
@@ -401,15 +504,23 @@ fn lower_attribute<'a>(at: At, pair: Pair<'a, Rule>, instr: &mut RawInstruction<
         }
         Rule::target_attr => {
             if let Some(s) = pair.into_inner().next() {
-                let text = at.file.text.get(string_contents(at, &s).range()).unwrap_or("");
+                let text = at
+                    .file
+                    .text
+                    .get(string_contents(at, &s).range())
+                    .unwrap_or("");
                 instr.custom_call_target = Some(super::metadata::unescape(text));
             }
         }
-        Rule::kind_attr => instr.fusion_kind = pair.into_inner().next().map(|k| k.as_str().to_string()),
+        Rule::kind_attr => {
+            instr.fusion_kind = pair.into_inner().next().map(|k| k.as_str().to_string())
+        }
         Rule::operand_alias_attr => {
             for alias in pair.into_inner() {
                 let mut parts = alias.into_inner();
-                let (Some(out), Some(operand), Some(index)) = (parts.next(), parts.next(), parts.next()) else {
+                let (Some(out), Some(operand), Some(index)) =
+                    (parts.next(), parts.next(), parts.next())
+                else {
                     continue;
                 };
                 instr.output_to_operand_aliasing.push(OperandAlias {
@@ -439,12 +550,16 @@ fn call_role(key: &str) -> CallRole {
 
 fn lower_meta_field(at: At, field: Pair<Rule>, metadata: &mut Metadata) -> Result<(), Error> {
     let mut kv = field.into_inner();
-    let (Some(key), Some(value)) = (kv.next(), kv.next()) else { return Ok(()) };
+    let (Some(key), Some(value)) = (kv.next(), kv.next()) else {
+        return Ok(());
+    };
     let quoted = || {
         let s = at.span(&value);
         let text = value.as_str();
-        (text.len() >= 2 && text.starts_with('"') && text.ends_with('"'))
-            .then(|| Span { start: s.start + 1, end: s.end - 1 })
+        (text.len() >= 2 && text.starts_with('"') && text.ends_with('"')).then(|| Span {
+            start: s.start + 1,
+            end: s.end - 1,
+        })
     };
     match key.as_str() {
         "op_type" => metadata.op_type = quoted(),
@@ -462,8 +577,14 @@ fn raw_attribute(at: At, pair: &Pair<'_, Rule>) -> Attribute {
     let span = at.span(pair);
     let eq = pair.as_str().find('=').map_or(0, |i| i as u32);
     Attribute {
-        name: Span { start: span.start, end: span.start + eq },
-        value: Span { start: (span.start + eq + 1).min(span.end), end: span.end },
+        name: Span {
+            start: span.start,
+            end: span.start + eq,
+        },
+        value: Span {
+            start: (span.start + eq + 1).min(span.end),
+            end: span.end,
+        },
     }
 }
 
@@ -473,12 +594,17 @@ fn raw_attribute(at: At, pair: &Pair<'_, Rule>) -> Attribute {
 
 fn lower_shape(at: At, pair: Pair<Rule>) -> Result<Shape, Error> {
     let shape = match pair.as_rule() {
-        Rule::tuple_shape => {
-            Shape::Tuple(pair.clone().into_inner().map(|p| lower_shape(at, p)).collect::<Result<_, _>>()?)
-        }
+        Rule::tuple_shape => Shape::Tuple(
+            pair.clone()
+                .into_inner()
+                .map(|p| lower_shape(at, p))
+                .collect::<Result<_, _>>()?,
+        ),
         Rule::buffer_shape => match pair.clone().into_inner().next() {
             Some(inner) => Shape::Buffer(Box::new(lower_shape(at, inner)?)),
-            None => return Err(at.error(&pair, "expected a shape inside `b(...)`".into(), "empty")),
+            None => {
+                return Err(at.error(&pair, "expected a shape inside `b(...)`".into(), "empty"))
+            }
         },
         _ => Shape::Array(lower_array_shape(at, pair.clone())?),
     };
@@ -493,19 +619,31 @@ fn lower_shape(at: At, pair: Pair<Rule>) -> Result<Shape, Error> {
 }
 
 fn lower_array_shape(at: At, pair: Pair<Rule>) -> Result<ArrayShape, Error> {
-    let mut shape = ArrayShape { element: ElementType::F32, dims: Vec::new(), layout: None };
+    let mut shape = ArrayShape {
+        element: ElementType::F32,
+        dims: Vec::new(),
+        layout: None,
+    };
     for p in pair.into_inner() {
         match p.as_rule() {
             Rule::elem_type => {
                 shape.element = ElementType::parse(p.as_str()).ok_or_else(|| {
-                    at.error(&p, format!("unknown element type `{}`", p.as_str()), "not an XLA element type")
+                    at.error(
+                        &p,
+                        format!("unknown element type `{}`", p.as_str()),
+                        "not an XLA element type",
+                    )
                 })?;
             }
             Rule::dim => {
-                let Some(d) = p.into_inner().next() else { continue };
+                let Some(d) = p.into_inner().next() else {
+                    continue;
+                };
                 shape.dims.push(match d.as_rule() {
                     Rule::dynamic_unbounded => Dim::Unbounded,
-                    Rule::dynamic_bound => Dim::Bounded(d.into_inner().next().map_or(Ok(0), |n| at.number(&n))?),
+                    Rule::dynamic_bound => {
+                        Dim::Bounded(d.into_inner().next().map_or(Ok(0), |n| at.number(&n))?)
+                    }
                     _ => Dim::Static(at.number(&d)?),
                 });
             }
@@ -521,12 +659,23 @@ fn lower_layout(at: At, pair: Pair<Rule>) -> Result<Layout, Error> {
     let first = |p: Pair<Rule>| p.into_inner().next().map_or(Ok(0), |n| at.number(&n));
     for p in pair.into_inner() {
         match p.as_rule() {
-            Rule::minor_to_major => layout.minor_to_major = p.into_inner().map(|n| at.number(&n)).collect::<Result<_, _>>()?,
+            Rule::minor_to_major => {
+                layout.minor_to_major = p
+                    .into_inner()
+                    .map(|n| at.number(&n))
+                    .collect::<Result<_, _>>()?
+            }
             Rule::tile_field => {
                 for tile in p.into_inner() {
                     let dims = tile
                         .into_inner()
-                        .map(|d| if d.as_str() == "*" { Ok(None) } else { at.number(&d).map(Some) })
+                        .map(|d| {
+                            if d.as_str() == "*" {
+                                Ok(None)
+                            } else {
+                                at.number(&d).map(Some)
+                            }
+                        })
                         .collect::<Result<_, _>>()?;
                     layout.tiles.push(dims);
                 }
@@ -539,4 +688,3 @@ fn lower_layout(at: At, pair: Pair<Rule>) -> Result<Layout, Error> {
     }
     Ok(layout)
 }
-

@@ -62,11 +62,16 @@ impl std::fmt::Display for SourceLocation {
 impl StackFrameIndex {
     /// The innermost location of a frame (0-based), which is the line that made the op.
     pub fn location_of_frame(&self, frame: usize) -> Option<SourceLocation> {
-        let location = self.file_locations.get(self.frames.get(frame)?.file_location?)?;
+        let location = self
+            .file_locations
+            .get(self.frames.get(frame)?.file_location?)?;
         Some(SourceLocation {
             file: self.file_names.get(location.file_name?)?.clone(),
             line: location.line,
-            function: location.function_name.and_then(|f| self.function_names.get(f)).cloned(),
+            function: location
+                .function_name
+                .and_then(|f| self.function_names.get(f))
+                .cloned(),
         })
     }
 
@@ -164,12 +169,28 @@ mod tests {
             file_names: vec!["main.py".into(), "lib.py".into()],
             function_names: vec!["<module>".into(), "f".into()],
             file_locations: vec![
-                FileLocation { file_name: Some(0), function_name: Some(0), line: 10, column: 1 },
-                FileLocation { file_name: Some(1), function_name: Some(1), line: 3, column: 1 },
+                FileLocation {
+                    file_name: Some(0),
+                    function_name: Some(0),
+                    line: 10,
+                    column: 1,
+                },
+                FileLocation {
+                    file_name: Some(1),
+                    function_name: Some(1),
+                    line: 3,
+                    column: 1,
+                },
             ],
             frames: vec![
-                StackFrame { file_location: Some(0), parent: None },
-                StackFrame { file_location: Some(1), parent: Some(0) },
+                StackFrame {
+                    file_location: Some(0),
+                    parent: None,
+                },
+                StackFrame {
+                    file_location: Some(1),
+                    parent: Some(0),
+                },
             ],
         };
         let stack = index.stack_of_frame(1);

@@ -89,7 +89,13 @@ mod tests {
 
     #[test]
     fn known_and_unknown_opcodes_round_trip() {
-        for text in ["add", "get-tuple-element", "all-reduce-start", "opt-barrier", "count-leading-zeros"] {
+        for text in [
+            "add",
+            "get-tuple-element",
+            "all-reduce-start",
+            "opt-barrier",
+            "count-leading-zeros",
+        ] {
             let op = Opcode::parse(text);
             assert!(op.is_known(), "{text}");
             assert_eq!(op.as_str(), text);

@@ -45,7 +45,10 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
         .next()
         .expect("a successful parse of Rule::module yields one pair");
     let mut outline = Outline {
-        header: Line { offset: 0, text: "" },
+        header: Line {
+            offset: 0,
+            text: "",
+        },
         stack_tables: None,
         computations: Vec::new(),
     };
@@ -55,7 +58,10 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
             Rule::stack_tables => outline.stack_tables = Some(pair),
             Rule::computation => {
                 let mut parts = pair.into_inner();
-                let header = parts.next().map(|p| line(&p)).unwrap_or(Line { offset: 0, text: "" });
+                let header = parts.next().map(|p| line(&p)).unwrap_or(Line {
+                    offset: 0,
+                    text: "",
+                });
                 let mut instructions = Vec::new();
                 let mut close = header;
                 for p in parts {
@@ -64,7 +70,11 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
                         _ => close = line(&p),
                     }
                 }
-                outline.computations.push(OutlineComputation { header, instructions, close });
+                outline.computations.push(OutlineComputation {
+                    header,
+                    instructions,
+                    close,
+                });
             }
             _ => {}
         }
@@ -73,11 +83,18 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
 }
 
 fn line<'a>(pair: &Pair<'a, Rule>) -> Line<'a> {
-    Line { offset: pair.as_span().start(), text: pair.as_str() }
+    Line {
+        offset: pair.as_span().start(),
+        text: pair.as_str(),
+    }
 }
 
 /// Pass 2: parses one line with `rule`; errors point into the file.
-pub fn parse_line<'a>(file: &SourceFile, rule: Rule, line: Line<'a>) -> Result<Pair<'a, Rule>, Error> {
+pub fn parse_line<'a>(
+    file: &SourceFile,
+    rule: Rule,
+    line: Line<'a>,
+) -> Result<Pair<'a, Rule>, Error> {
     if let Some(at) = too_deep(line.text) {
         return Err(Error::at(
             file,
@@ -87,8 +104,11 @@ pub fn parse_line<'a>(file: &SourceFile, rule: Rule, line: Line<'a>) -> Result<P
         )
         .with_note("no XLA dump nests this deep; the file is probably corrupt"));
     }
-    let mut pairs = HloParser::parse(rule, line.text).map_err(|e| syntax_error(file, rule, line, &e))?;
-    Ok(pairs.next().expect("a successful parse yields its rule's pair"))
+    let mut pairs =
+        HloParser::parse(rule, line.text).map_err(|e| syntax_error(file, rule, line, &e))?;
+    Ok(pairs
+        .next()
+        .expect("a successful parse yields its rule's pair"))
 }
 
 /// The offset at which brackets first nest deeper than `MAX_NESTING`, outside strings.
@@ -167,7 +187,9 @@ fn syntax_error(file: &SourceFile, rule: Rule, line: Line, e: &pest::error::Erro
 fn detailed_expectations(rule: Rule, text: &str) -> Option<(usize, Vec<String>)> {
     // The switch is global: serialize the (rare) failures that use it.
     static DETAIL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _guard = DETAIL.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _guard = DETAIL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     pest::set_error_detail(true);
     let result = HloParser::parse(rule, text);
     pest::set_error_detail(false);
@@ -220,13 +242,18 @@ impl Found<'_> {
 }
 
 fn found_at(text: &str, at: usize) -> Found<'_> {
-    let Some(rest) = text.get(at..) else { return Found(None) };
-    let Some(first) = rest.chars().next() else { return Found(None) };
+    let Some(rest) = text.get(at..) else {
+        return Found(None);
+    };
+    let Some(first) = rest.chars().next() else {
+        return Found(None);
+    };
     if rest.starts_with("\r\n") {
         return Found(Some("\r\n"));
     }
     let len = if first.is_alphanumeric() || first == '_' || first == '%' {
-        rest.find(|c: char| !(c.is_alphanumeric() || "_.-%".contains(c))).unwrap_or(rest.len())
+        rest.find(|c: char| !(c.is_alphanumeric() || "_.-%".contains(c)))
+            .unwrap_or(rest.len())
     } else {
         first.len_utf8()
     };
@@ -310,21 +337,17 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::string => "a quoted string",
         Rule::int => "an integer",
         // Silent rules never appear in errors; pest still gives them variants.
-        Rule::blank_line | Rule::line_end | Rule::line_text | Rule::rest_of_line => "end of line",
+        Rule::blank_line | Rule::line_end => "end of line",
         Rule::sp_inline | Rule::sp | Rule::sp1 | Rule::comment => "a space",
         Rule::module_attr | Rule::attribute => "an attribute (`name=value`)",
         Rule::shape => "a shape (`f32[2,3]`)",
         Rule::layout_field => "a layout field",
-        Rule::balanced_parens
-        | Rule::bare_chars
+        Rule::bare_chars
         | Rule::value_run
         | Rule::brace_group
         | Rule::bracket_group
         | Rule::paren_group
-        | Rule::nested_group
-        | Rule::group_text
-        | Rule::dq_text
-        | Rule::sq_text => "balanced brackets",
+        | Rule::nested_group => "balanced brackets",
     }
 }
 
@@ -355,7 +378,12 @@ mod tests {
         ] {
             assert!(parses_fully(Rule::array_shape, s), "{s}");
         }
-        for s in ["(f32[2]{0}, s32[])", "((f32[64]{0}), f32[256]{0}, s32[])", "()", "(f32[], /*index=1*/s32[])"] {
+        for s in [
+            "(f32[2]{0}, s32[])",
+            "((f32[64]{0}), f32[256]{0}, s32[])",
+            "()",
+            "(f32[], /*index=1*/s32[])",
+        ] {
             assert!(parses_fully(Rule::tuple_shape, s), "{s}");
         }
         assert!(parses_fully(Rule::buffer_shape, "b(f32[8]{0})"));
@@ -410,7 +438,10 @@ mod tests {
         ] {
             assert!(parses_fully(Rule::comp_header, s), "{s}");
         }
-        assert!(parses_fully(Rule::comp_close, "}, execution_thread=\"host\""));
+        assert!(parses_fully(
+            Rule::comp_close,
+            "}, execution_thread=\"host\""
+        ));
     }
 
     #[test]

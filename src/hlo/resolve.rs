@@ -25,21 +25,50 @@ pub(super) fn resolve(
     let mut comp_ids: HashMap<&str, CompId> = HashMap::with_capacity(raw.len());
     for (i, c) in raw.iter().enumerate() {
         if comp_ids.insert(c.name, CompId(i as u32)).is_some() {
-            let r = Reference { name: c.name, offset: c.name_offset };
-            return Err(error_at(&r, format!("computation `%{}` is defined twice", c.name), "second definition"));
+            let r = Reference {
+                name: c.name,
+                offset: c.name_offset,
+            };
+            return Err(error_at(
+                &r,
+                format!("computation `%{}` is defined twice", c.name),
+                "second definition",
+            ));
         }
     }
-    let entries: Vec<usize> = raw.iter().enumerate().filter(|(_, c)| c.is_entry).map(|(i, _)| i).collect();
+    let entries: Vec<usize> = raw
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.is_entry)
+        .map(|(i, _)| i)
+        .collect();
     if entries.len() > 1 {
         let c = &raw[entries[1]];
-        let r = Reference { name: c.name, offset: c.name_offset };
-        return Err(error_at(&r, "a module has one ENTRY computation".into(), "second ENTRY"));
+        let r = Reference {
+            name: c.name,
+            offset: c.name_offset,
+        };
+        return Err(error_at(
+            &r,
+            "a module has one ENTRY computation".into(),
+            "second ENTRY",
+        ));
     }
     // Without an ENTRY marker XLA takes the last computation.
-    let entry = CompId(entries.first().copied().unwrap_or(raw.len().saturating_sub(1)) as u32);
+    let entry = CompId(
+        entries
+            .first()
+            .copied()
+            .unwrap_or(raw.len().saturating_sub(1)) as u32,
+    );
     if raw.is_empty() {
-        return Err(Error::at(file, file.text.len()..file.text.len(), "the module has no computation", "expected a computation")
-            .with_note("the file may be truncated"));
+        return Err(Error::at(
+            file,
+            file.text.len()..file.text.len(),
+            "the module has no computation",
+            "expected a computation",
+        )
+        .with_note("the file may be truncated"));
     }
 
     let total: usize = raw.iter().map(|c| c.instructions.len()).sum();
@@ -48,22 +77,38 @@ pub(super) fn resolve(
     for (ci, comp) in raw.into_iter().enumerate() {
         let comp_id = CompId(ci as u32);
         if comp.instructions.is_empty() {
-            let r = Reference { name: comp.name, offset: comp.name_offset };
-            return Err(error_at(&r, format!("computation `%{}` has no instructions", comp.name), "empty"));
+            let r = Reference {
+                name: comp.name,
+                offset: comp.name_offset,
+            };
+            return Err(error_at(
+                &r,
+                format!("computation `%{}` has no instructions", comp.name),
+                "empty",
+            ));
         }
         // Names are looked up per computation; register them all first so that
         // control-predecessors may point forward.
         let mut local: HashMap<&str, usize> = HashMap::with_capacity(comp.instructions.len());
         for (i, instr) in comp.instructions.iter().enumerate() {
             if local.insert(instr.name, i).is_some() {
-                let r = Reference { name: instr.name, offset: instr.name_offset };
-                return Err(error_at(&r, format!("instruction `%{}` is defined twice", instr.name), "second definition"));
+                let r = Reference {
+                    name: instr.name,
+                    offset: instr.name_offset,
+                };
+                return Err(error_at(
+                    &r,
+                    format!("instruction `%{}` is defined twice", instr.name),
+                    "second definition",
+                ));
             }
         }
         let written: Vec<InstrId> = {
             // Written instructions get ids in order; synthetic ones are appended later.
             let base = instructions.len();
-            (0..comp.instructions.len()).map(|i| InstrId((base + i) as u32)).collect()
+            (0..comp.instructions.len())
+                .map(|i| InstrId((base + i) as u32))
+                .collect()
         };
         let mut order: Vec<InstrId> = Vec::with_capacity(comp.instructions.len());
         let mut synthetic: Vec<Instruction> = Vec::new();
@@ -72,7 +117,8 @@ pub(super) fn resolve(
         let mut root = None;
         let mut params: Vec<(u64, InstrId, Reference)> = Vec::new();
         let mut pending_preds: Vec<(InstrId, Vec<Reference>)> = Vec::new();
-        let shapes: Vec<super::shape::Shape> = comp.instructions.iter().map(|i| i.shape.clone()).collect();
+        let shapes: Vec<super::shape::Shape> =
+            comp.instructions.iter().map(|i| i.shape.clone()).collect();
 
         for (i, raw_instr) in comp.instructions.into_iter().enumerate() {
             let id = written[i];
@@ -100,7 +146,10 @@ pub(super) fn resolve(
                 let Some(&target) = local.get(r.name) else {
                     return Err(error_at(
                         &r,
-                        format!("unknown instruction `%{}` in computation `%{}`", r.name, comp.name),
+                        format!(
+                            "unknown instruction `%{}` in computation `%{}`",
+                            r.name, comp.name
+                        ),
                         "not defined in this computation",
                     ));
                 };
@@ -161,13 +210,27 @@ pub(super) fn resolve(
             }
             if is_root {
                 if root.is_some() {
-                    let r = Reference { name, offset: name_offset };
-                    return Err(error_at(&r, format!("computation `%{}` has two ROOTs", comp.name), "second ROOT"));
+                    let r = Reference {
+                        name,
+                        offset: name_offset,
+                    };
+                    return Err(error_at(
+                        &r,
+                        format!("computation `%{}` has two ROOTs", comp.name),
+                        "second ROOT",
+                    ));
                 }
                 root = Some(id);
             }
             if let Some(n) = parameter_number {
-                params.push((n, id, Reference { name, offset: name_offset }));
+                params.push((
+                    n,
+                    id,
+                    Reference {
+                        name,
+                        offset: name_offset,
+                    },
+                ));
             }
             if !control_predecessors.is_empty() {
                 pending_preds.push((id, control_predecessors));
@@ -210,8 +273,16 @@ pub(super) fn resolve(
         params.sort_by_key(|(n, _, _)| *n);
         for (expected, (n, _, r)) in params.iter().enumerate() {
             if *n != expected as u64 {
-                let what = if *n < expected as u64 { "is declared twice" } else { "skips a number" };
-                return Err(error_at(r, format!("parameter({n}) of `%{}` {what}", comp.name), "parameter numbers must be 0, 1, 2, ..."));
+                let what = if *n < expected as u64 {
+                    "is declared twice"
+                } else {
+                    "skips a number"
+                };
+                return Err(error_at(
+                    r,
+                    format!("parameter({n}) of `%{}` {what}", comp.name),
+                    "parameter numbers must be 0, 1, 2, ...",
+                ));
             }
         }
         // Without a ROOT marker XLA takes the last instruction.

@@ -116,7 +116,9 @@ impl ArrayShape {
 
     /// Number of elements memory is reserved for, or `None` on overflow.
     pub fn element_count(&self) -> Option<u64> {
-        self.dims.iter().try_fold(1u64, |acc, d| acc.checked_mul(d.extent()))
+        self.dims
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(d.extent()))
     }
 
     fn checked_byte_size(&self) -> Option<u64> {
@@ -132,7 +134,11 @@ impl ArrayShape {
         };
         // Dynamic arrays carry their runtime dimension sizes in a 4-byte-per-dim
         // prefix (CpuExecutable::ShapeSizeBytes, gpu::ShapeSizeBytesFunction).
-        let metadata = if self.is_dynamic() { 4 * self.dims.len() as u64 } else { 0 };
+        let metadata = if self.is_dynamic() {
+            4 * self.dims.len() as u64
+        } else {
+            0
+        };
         data.checked_add(metadata)
     }
 }
@@ -159,9 +165,9 @@ impl Shape {
     /// what a whole entry parameter or result occupies.
     pub fn total_byte_size(&self) -> u64 {
         match self {
-            Shape::Tuple(elements) => elements
-                .iter()
-                .fold(self.byte_size(), |acc, e| acc.saturating_add(e.total_byte_size())),
+            Shape::Tuple(elements) => elements.iter().fold(self.byte_size(), |acc, e| {
+                acc.saturating_add(e.total_byte_size())
+            }),
             _ => self.byte_size(),
         }
     }
@@ -309,13 +315,19 @@ mod tests {
         Shape::Array(ArrayShape {
             element,
             dims: dims.iter().map(|&d| Dim::Static(d)).collect(),
-            layout: bits.map(|b| Layout { element_size_bits: Some(b), ..Layout::default() }),
+            layout: bits.map(|b| Layout {
+                element_size_bits: Some(b),
+                ..Layout::default()
+            }),
         })
     }
 
     #[test]
     fn array_sizes_follow_byte_size_of() {
-        assert_eq!(array(ElementType::F64, &[42994, 42994], None).byte_size(), 14_787_872_288);
+        assert_eq!(
+            array(ElementType::F64, &[42994, 42994], None).byte_size(),
+            14_787_872_288
+        );
         assert_eq!(array(ElementType::F32, &[], None).byte_size(), 4);
         assert_eq!(array(ElementType::Pred, &[10], None).byte_size(), 10);
         assert_eq!(array(ElementType::C128, &[2], None).byte_size(), 32);

@@ -23,7 +23,12 @@ pub struct RenderOptions {
     pub color: bool,
 }
 
-pub fn render(report: &Report, format: Format, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+pub fn render(
+    report: &Report,
+    format: Format,
+    options: RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     match format {
         Format::Text => text::render(report, options, out),
         Format::Json => json::render(report, out),

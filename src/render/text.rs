@@ -25,10 +25,23 @@ fn bold(text: &str, options: RenderOptions) -> String {
 }
 
 fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{} {}", bold("module", options), bold(&m.name, options))?;
+    writeln!(
+        out,
+        "{} {}",
+        bold("module", options),
+        bold(&m.name, options)
+    )?;
     writeln!(out, "  file          {}", m.file)?;
-    let scheduled = if m.scheduled { "scheduled (after optimizations)" } else { "not scheduled" };
-    writeln!(out, "  size          {} computations, {} instructions, {scheduled}", m.computations, m.instructions)?;
+    let scheduled = if m.scheduled {
+        "scheduled (after optimizations)"
+    } else {
+        "not scheduled"
+    };
+    writeln!(
+        out,
+        "  size          {} computations, {} instructions, {scheduled}",
+        m.computations, m.instructions
+    )?;
     if m.num_partitions > 1 || m.replica_count > 1 {
         writeln!(
             out,
@@ -37,12 +50,25 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         )?;
     }
     if !m.unknown_opcodes.is_empty() {
-        let list: Vec<String> = m.unknown_opcodes.iter().map(|(op, n)| format!("{op} ({n})")).collect();
-        writeln!(out, "  unknown ops   {} (parsed generically)", list.join(", "))?;
+        let list: Vec<String> = m
+            .unknown_opcodes
+            .iter()
+            .map(|(op, n)| format!("{op} ({n})"))
+            .collect();
+        writeln!(
+            out,
+            "  unknown ops   {} (parsed generically)",
+            list.join(", ")
+        )?;
     }
 
     writeln!(out)?;
-    writeln!(out, "  parameters: {} in {}", m.parameters.len(), human_bytes(m.parameter_bytes))?;
+    writeln!(
+        out,
+        "  parameters: {} in {}",
+        m.parameters.len(),
+        human_bytes(m.parameter_bytes)
+    )?;
     let rows: Vec<[String; 5]> = m
         .parameters
         .iter()
@@ -59,7 +85,12 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     write_table(out, &rows)?;
 
     writeln!(out)?;
-    writeln!(out, "  outputs: {} in {}", m.outputs.len(), human_bytes(m.output_bytes))?;
+    writeln!(
+        out,
+        "  outputs: {} in {}",
+        m.outputs.len(),
+        human_bytes(m.output_bytes)
+    )?;
     let rows: Vec<[String; 5]> = m
         .outputs
         .iter()
@@ -70,7 +101,13 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 .as_ref()
                 .map(|a| format!("in parameter #{}'s buffer (donated)", a.number))
                 .unwrap_or_default();
-            [format!("{{{}}}", index.join(",")), o.shape.to_string(), human_bytes(o.bytes), alias, String::new()]
+            [
+                format!("{{{}}}", index.join(",")),
+                o.shape.to_string(),
+                human_bytes(o.bytes),
+                alias,
+                String::new(),
+            ]
         })
         .collect();
     write_table(out, &rows)

@@ -24,9 +24,9 @@ pub struct InputError {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<usize>,
     pub message: String,
-    /// The message as shown on a terminal, with the source line and a caret.
+    /// The error itself, to render with the source line and a caret.
     #[serde(skip)]
-    pub rendered: String,
+    pub error: crate::Error,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,14 +100,24 @@ impl ModuleReport {
                     .input_output_alias
                     .iter()
                     .find(|a| a.output_index == index)
-                    .map(|a| AliasedParameter { number: a.parameter, index: a.parameter_index.clone() });
-                OutputReport { bytes: shape.byte_size(), shape: shape.clone(), index, aliases_parameter }
+                    .map(|a| AliasedParameter {
+                        number: a.parameter,
+                        index: a.parameter_index.clone(),
+                    });
+                OutputReport {
+                    bytes: shape.byte_size(),
+                    shape: shape.clone(),
+                    index,
+                    aliases_parameter,
+                }
             })
             .collect();
         let mut unknown_opcodes = BTreeMap::new();
         for instr in &module.instructions {
             if !instr.opcode.is_known() {
-                *unknown_opcodes.entry(instr.opcode.as_str().to_string()).or_default() += 1;
+                *unknown_opcodes
+                    .entry(instr.opcode.as_str().to_string())
+                    .or_default() += 1;
             }
         }
         ModuleReport {
@@ -118,7 +128,9 @@ impl ModuleReport {
             instructions: module.instructions.iter().filter(|i| !i.synthetic).count(),
             num_partitions: module.header.num_partitions,
             replica_count: module.header.replica_count,
-            parameter_bytes: parameters.iter().fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
+            parameter_bytes: parameters
+                .iter()
+                .fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
             output_bytes: result.total_byte_size(),
             parameters,
             outputs,
@@ -140,14 +152,14 @@ fn parameter_report(module: &Module, id: InstrId) -> ParameterReport {
 }
 
 impl InputError {
-    pub fn new(path: &std::path::Path, error: &crate::Error) -> InputError {
-        let location = error.location();
+    pub fn new(path: &std::path::Path, error: crate::Error) -> InputError {
+        let location = error.location().map(|(_, line, column)| (line, column));
         InputError {
             file: path.display().to_string(),
-            line: location.map(|(_, line, _)| line),
-            column: location.map(|(_, _, column)| column),
+            line: location.map(|(line, _)| line),
+            column: location.map(|(_, column)| column),
             message: error.to_string(),
-            rendered: error.render(false),
+            error,
         }
     }
 }

@@ -12,7 +12,10 @@ const SAMPLE: &str = "samples/add_donate0/dump/module_0000.jit_fn.cpu_after_opti
 
 #[test]
 fn analyze_exits_0_and_prints_json() {
-    let out = hlomem().args(["analyze", SAMPLE, "--format", "json"]).output().unwrap();
+    let out = hlomem()
+        .args(["analyze", SAMPLE, "--format", "json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let module = &json["modules"][0];
@@ -24,17 +27,29 @@ fn analyze_exits_0_and_prints_json() {
 
 #[test]
 fn broken_input_exits_2_with_position_and_no_report() {
-    let out = hlomem().args(["analyze", "tests/bad_inputs/truncated.txt"]).output().unwrap();
+    let out = hlomem()
+        .args(["analyze", "tests/bad_inputs/truncated.txt"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty(), "no partial report");
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("tests/bad_inputs/truncated.txt:34:"), "{stderr}");
+    assert!(
+        stderr.contains("tests/bad_inputs/truncated.txt:34:"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn one_bad_file_among_good_ones_still_reports_the_good_ones() {
     let out = hlomem()
-        .args(["analyze", SAMPLE, "tests/bad_inputs/empty.txt", "--format", "json"])
+        .args([
+            "analyze",
+            SAMPLE,
+            "tests/bad_inputs/empty.txt",
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -50,16 +65,29 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let out = hlomem().args(["frobnicate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    let out = hlomem().args(["analyze", "no/such/file.txt"]).output().unwrap();
+    let out = hlomem()
+        .args(["analyze", "no/such/file.txt"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
 
 #[test]
 fn no_color_when_piped_or_with_no_color() {
     let out = hlomem().args(["analyze", SAMPLE]).output().unwrap();
-    assert!(!out.stdout.contains(&0x1b), "piped output has no escape codes");
-    let out = hlomem().args(["analyze", SAMPLE, "--color", "always"]).output().unwrap();
+    assert!(
+        !out.stdout.contains(&0x1b),
+        "piped output has no escape codes"
+    );
+    let out = hlomem()
+        .args(["analyze", SAMPLE, "--color", "always"])
+        .output()
+        .unwrap();
     assert!(out.stdout.contains(&0x1b));
-    let out = hlomem().args(["analyze", SAMPLE]).env("NO_COLOR", "1").output().unwrap();
+    let out = hlomem()
+        .args(["analyze", SAMPLE])
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
     assert!(!out.stdout.contains(&0x1b));
 }

@@ -8,7 +8,11 @@ use std::path::{Path, PathBuf};
 fn corpus_root() -> PathBuf {
     let root = std::env::var_os("HLOMEM_CORPUS").expect("set HLOMEM_CORPUS to the shared/ folder");
     let root = PathBuf::from(root);
-    assert!(root.join("corpus/cases").is_dir(), "{} has no corpus/cases", root.display());
+    assert!(
+        root.join("corpus/cases").is_dir(),
+        "{} has no corpus/cases",
+        root.display()
+    );
     root
 }
 
@@ -60,11 +64,16 @@ fn corpus_every_hlo_file_parses() {
 fn corpus_argument_and_output_bytes_equal_memory_analysis() {
     let root = corpus_root();
     let mut checked = 0;
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(root.join("corpus/cases")).unwrap().flatten().map(|e| e.path()).collect();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root.join("corpus/cases"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     cases.sort();
     for case in cases {
         let truth: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(case.join("truth.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(case.join("truth.json")).unwrap())
+                .unwrap();
         for module in truth["modules_of_interest"].as_array().unwrap() {
             for prefix in module["dump_prefixes"].as_array().unwrap() {
                 let prefix = prefix.as_str().unwrap();
@@ -74,14 +83,30 @@ fn corpus_argument_and_output_bytes_equal_memory_analysis() {
                     .map(|e| e.path())
                     .find(|p| {
                         let name = p.file_name().unwrap().to_string_lossy();
-                        name.starts_with(&format!("{prefix}.")) && name.ends_with("after_optimizations.txt")
+                        name.starts_with(&format!("{prefix}."))
+                            && name.ends_with("after_optimizations.txt")
                     })
-                    .unwrap_or_else(|| panic!("{}: no after-optimizations file for {prefix}", case.display()));
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{}: no after-optimizations file for {prefix}",
+                            case.display()
+                        )
+                    });
                 let parsed = hlomem::load_module(&file).unwrap();
                 let summary = hlomem::report::ModuleReport::summarize(&parsed);
                 let ma = &module["memory_analysis"];
-                assert_eq!(summary.parameter_bytes, ma["argument_size_in_bytes"].as_u64().unwrap(), "{}", file.display());
-                assert_eq!(summary.output_bytes, ma["output_size_in_bytes"].as_u64().unwrap(), "{}", file.display());
+                assert_eq!(
+                    summary.parameter_bytes,
+                    ma["argument_size_in_bytes"].as_u64().unwrap(),
+                    "{}",
+                    file.display()
+                );
+                assert_eq!(
+                    summary.output_bytes,
+                    ma["output_size_in_bytes"].as_u64().unwrap(),
+                    "{}",
+                    file.display()
+                );
                 checked += 1;
             }
         }

@@ -35,7 +35,8 @@ fn bad_inputs_render_rustc_style_errors() {
 fn deeply_nested_shapes_are_refused() {
     let depth = 10_000;
     let shape = format!("{}f32[]{}", "(".repeat(depth), ")".repeat(depth));
-    let text = format!("HloModule m\n\nENTRY %e () -> f32[] {{\n  ROOT %p = {shape} parameter(0)\n}}\n");
+    let text =
+        format!("HloModule m\n\nENTRY %e () -> f32[] {{\n  ROOT %p = {shape} parameter(0)\n}}\n");
     let error = hlomem::parse_text("deep.txt", text).expect_err("too deep");
     let (_, line, _) = error.location().expect("points at a line");
     assert_eq!(line, 4);

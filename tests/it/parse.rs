@@ -17,9 +17,18 @@ fn unknown_opcodes_and_attributes_parse_generically() {
     );
     let y = m.instr(m.entry_root());
     assert_eq!(y.opcode, Opcode::Other("quantum-entangle".into()));
-    assert_eq!(m.attribute(m.entry_root(), "spooky_action"), Some("at_a_distance"));
-    assert_eq!(m.attribute(m.entry_root(), "sharding"), Some("{devices=[4]<=[4]}"));
-    assert_eq!(m.header_attribute("some_future_flag"), Some("{a=[1,2] b=\"c\"}"));
+    assert_eq!(
+        m.attribute(m.entry_root(), "spooky_action"),
+        Some("at_a_distance")
+    );
+    assert_eq!(
+        m.attribute(m.entry_root(), "sharding"),
+        Some("{devices=[4]<=[4]}")
+    );
+    assert_eq!(
+        m.header_attribute("some_future_flag"),
+        Some("{a=[1,2] b=\"c\"}")
+    );
 }
 
 #[test]
@@ -54,10 +63,17 @@ fn old_format_operand_shapes_and_inline_sources() {
            ROOT %r = f32[] reduce(f32[10]{0} %p, f32[] %z), dimensions={0}, to_apply=%add\n}\n",
     );
     let add_root = m.comp(m.instr(m.entry_root()).called[0].1).root;
-    assert_eq!(m.source_location(add_root).unwrap().to_string(), "mnist.py:242");
+    assert_eq!(
+        m.source_location(add_root).unwrap().to_string(),
+        "mnist.py:242"
+    );
     assert_eq!(m.instr(m.entry_root()).called[0].0, CallRole::ToApply);
     assert_eq!(m.attribute(m.entry_root(), "dimensions"), Some("{0}"));
-    assert_eq!(m.entry().name, "main", "without ENTRY the last computation is the entry");
+    assert_eq!(
+        m.entry().name,
+        "main",
+        "without ENTRY the last computation is the entry"
+    );
 }
 
 #[test]
@@ -75,7 +91,11 @@ fn header_aliases_donors_and_layouts() {
     assert!(m.header.input_output_alias[1].must_alias);
     assert_eq!(m.header.buffer_donors[0].parameter, 2);
     let layout = m.header.entry_layout.as_ref().unwrap();
-    assert_eq!(layout.parameters[2].byte_size(), 4, "E(4) packs two s4 per byte");
+    assert_eq!(
+        layout.parameters[2].byte_size(),
+        4,
+        "E(4) packs two s4 per byte"
+    );
     assert_eq!(layout.result.total_byte_size(), 16 + 32);
     assert!(matches!(m.instr(m.entry_root()).shape, Shape::Tuple(_)));
 }

@@ -14,7 +14,12 @@ fn render_to_string(paths: &[std::path::PathBuf], format: Format) -> String {
 }
 
 fn case_of(path: &std::path::Path) -> String {
-    path.components().nth(1).unwrap().as_os_str().to_string_lossy().into_owned()
+    path.components()
+        .nth(1)
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[test]
@@ -24,8 +29,14 @@ fn sample_reports_match_snapshots() {
         let mut settings = snapshot_settings();
         settings.set_snapshot_suffix(&case);
         settings.bind(|| {
-            insta::assert_snapshot!("analyze_text", render_to_string(std::slice::from_ref(&path), Format::Text));
-            insta::assert_snapshot!("analyze_json", render_to_string(std::slice::from_ref(&path), Format::Json));
+            insta::assert_snapshot!(
+                "analyze_text",
+                render_to_string(std::slice::from_ref(&path), Format::Text)
+            );
+            insta::assert_snapshot!(
+                "analyze_json",
+                render_to_string(std::slice::from_ref(&path), Format::Json)
+            );
         });
     }
 }
@@ -37,7 +48,14 @@ fn sample_argument_and_output_bytes_equal_xla_memory_analysis() {
         let truth = sample_truth(&case);
         let module = hlomem::load_module(&path).unwrap();
         let summary = hlomem::report::ModuleReport::summarize(&module);
-        let prefix = path.file_name().unwrap().to_string_lossy().split(".cpu_").next().unwrap().to_string();
+        let prefix = path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .split(".cpu_")
+            .next()
+            .unwrap()
+            .to_string();
         let expected = truth["modules_of_interest"]
             .as_array()
             .unwrap()
@@ -45,15 +63,25 @@ fn sample_argument_and_output_bytes_equal_xla_memory_analysis() {
             .find(|m| m["dump_prefix"] == prefix.as_str())
             .unwrap_or_else(|| panic!("{case}: no truth for {prefix}"));
         let ma = &expected["memory_analysis"];
-        assert_eq!(summary.parameter_bytes, ma["argument_size_in_bytes"].as_u64().unwrap(), "{case}");
-        assert_eq!(summary.output_bytes, ma["output_size_in_bytes"].as_u64().unwrap(), "{case}");
+        assert_eq!(
+            summary.parameter_bytes,
+            ma["argument_size_in_bytes"].as_u64().unwrap(),
+            "{case}"
+        );
+        assert_eq!(
+            summary.output_bytes,
+            ma["output_size_in_bytes"].as_u64().unwrap(),
+            "{case}"
+        );
     }
 }
 
 #[test]
 fn before_optimizations_files_parse_too() {
     for path in sample_modules() {
-        let before = path.to_string_lossy().replace(".cpu_after_optimizations.txt", ".before_optimizations.txt");
+        let before = path
+            .to_string_lossy()
+            .replace(".cpu_after_optimizations.txt", ".before_optimizations.txt");
         let module = hlomem::load_module(std::path::Path::new(&before)).unwrap();
         assert!(!module.header.is_scheduled, "{before}");
         assert!(!module.instructions.is_empty());
@@ -62,12 +90,16 @@ fn before_optimizations_files_parse_too() {
 
 #[test]
 fn sources_resolve_through_stack_frames() {
-    let path = std::path::Path::new("samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt");
+    let path = std::path::Path::new(
+        "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt",
+    );
     let module = hlomem::load_module(path).unwrap();
     let root = module.entry_root();
     assert_eq!(module.instr(root).name, "wrapped_add");
     assert_eq!(module.op_name(root).as_deref(), Some("jit(fn)/add"));
-    let location = module.source_location(root).expect("the add has a source line");
+    let location = module
+        .source_location(root)
+        .expect("the add has a source line");
     assert_eq!(location.file, "samples/gen_samples.py");
     assert_eq!(location.function.as_deref(), Some("build_case.<locals>.fn"));
     // The line is where gen_samples.py writes `a + b`.

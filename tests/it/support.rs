@@ -19,7 +19,9 @@ pub fn root() -> &'static Path {
 /// `path` relative to the crate root, so messages and snapshots do not depend
 /// on where the repository is checked out.
 pub fn relative(path: &Path) -> PathBuf {
-    path.strip_prefix(root()).map(Path::to_path_buf).unwrap_or_else(|_| path.to_path_buf())
+    path.strip_prefix(root())
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Every sample's after-optimizations HLO file, sorted.
@@ -28,7 +30,12 @@ pub fn sample_modules() -> Vec<PathBuf> {
         .expect("samples/ exists")
         .flatten()
         .filter(|e| e.path().is_dir())
-        .flat_map(|case| std::fs::read_dir(case.path().join("dump")).into_iter().flatten().flatten())
+        .flat_map(|case| {
+            std::fs::read_dir(case.path().join("dump"))
+                .into_iter()
+                .flatten()
+                .flatten()
+        })
         .map(|e| relative(&e.path()))
         .filter(|p| p.to_string_lossy().ends_with("after_optimizations.txt"))
         .collect();
@@ -39,6 +46,7 @@ pub fn sample_modules() -> Vec<PathBuf> {
 
 /// A sample case's `truth.json` (XLA's own numbers, written by samples/gen_samples.py).
 pub fn sample_truth(case: &str) -> serde_json::Value {
-    let text = std::fs::read_to_string(root().join("samples").join(case).join("truth.json")).expect("truth.json");
+    let text = std::fs::read_to_string(root().join("samples").join(case).join("truth.json"))
+        .expect("truth.json");
     serde_json::from_str(&text).expect("truth.json is JSON")
 }
