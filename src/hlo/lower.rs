@@ -61,8 +61,7 @@ pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
 // ---------------------------------------------------------------------------
 
 pub(super) struct RawComputation<'a> {
-    pub(super) name: &'a str,
-    pub(super) name_offset: usize,
+    pub(super) name: Reference<'a>,
     pub(super) is_entry: bool,
     pub(super) span: Span,
     pub(super) instructions: Vec<RawInstruction<'a>>,
@@ -70,9 +69,7 @@ pub(super) struct RawComputation<'a> {
 }
 
 pub(super) struct RawInstruction<'a> {
-    pub(super) name: &'a str,
-    /// Where the name starts, for "duplicate name" errors.
-    pub(super) name_offset: usize,
+    pub(super) name: Reference<'a>,
     pub(super) line: Span,
     pub(super) is_root: bool,
     pub(super) shape: Shape,
@@ -94,6 +91,13 @@ pub(super) struct RawInstruction<'a> {
 pub(super) struct Reference<'a> {
     pub(super) name: &'a str,
     pub(super) offset: usize,
+}
+
+/// Prints the bare name (messages add the `%`).
+impl std::fmt::Display for Reference<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
 }
 
 pub(super) struct RawOperand<'a> {
@@ -308,8 +312,10 @@ fn lower_computation<'a>(
 ) -> Result<RawComputation<'a>, Error> {
     let header = parse::parse_line(file, Rule::comp_header, outline.header)?;
     let mut comp = RawComputation {
-        name: "",
-        name_offset: outline.header.offset,
+        name: Reference {
+            name: "",
+            offset: outline.header.offset,
+        },
         is_entry: false,
         span: Span::new(
             outline.header.offset,
@@ -321,9 +327,11 @@ fn lower_computation<'a>(
     for p in header.into_inner() {
         match p.as_rule() {
             Rule::kw_entry => comp.is_entry = true,
-            Rule::name if comp.name.is_empty() => {
-                comp.name = strip_percent(p.as_str());
-                comp.name_offset = outline.header.offset + p.as_span().start();
+            Rule::name if comp.name.name.is_empty() => {
+                comp.name = Reference {
+                    name: strip_percent(p.as_str()),
+                    offset: outline.header.offset + p.as_span().start(),
+                };
             }
             _ => {} // the program shape repeats what the parameters say
         }
@@ -364,8 +372,10 @@ fn lower_instruction<'a>(
     };
     let pair = parse::parse_line(file, Rule::instruction, line)?;
     let mut instr = RawInstruction {
-        name: "",
-        name_offset: line.offset,
+        name: Reference {
+            name: "",
+            offset: line.offset,
+        },
         line: Span::new(line.offset, line.offset + line.text.len()),
         is_root: false,
         shape: Shape::Tuple(Vec::new()),
@@ -385,8 +395,10 @@ fn lower_instruction<'a>(
         match p.as_rule() {
             Rule::kw_root => instr.is_root = true,
             Rule::name => {
-                instr.name = strip_percent(p.as_str());
-                instr.name_offset = at.offset(&p);
+                instr.name = Reference {
+                    name: strip_percent(p.as_str()),
+                    offset: at.offset(&p),
+                };
             }
             Rule::tuple_shape | Rule::buffer_shape | Rule::array_shape => {
                 instr.shape = lower_shape(at, p)?

@@ -204,8 +204,14 @@ fn detailed_expectations(rule: Rule, text: &str) -> Option<(usize, Vec<String>)>
         let token = token.to_string();
         let word = match token.as_str() {
             " " | "\t" | "\r" | "\n" | "\r\n" | "/*" | "BUILTIN_RULE" => continue,
-            "0..9" => "a digit".to_string(),
-            t if t.len() == 4 && t.contains("..") => "a letter".to_string(),
+            // A character range prints as `a..z`.
+            t if t.chars().count() == 4 && t.chars().skip(1).take(2).eq("..".chars()) => {
+                match t.chars().next() {
+                    Some(c) if c.is_ascii_digit() => "a digit".to_string(),
+                    Some(c) if c.is_alphabetic() => "a letter".to_string(),
+                    _ => continue, // spaces and line breaks
+                }
+            }
             t => format!("`{}`", t.escape_debug()),
         };
         words.push(word);

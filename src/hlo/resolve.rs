@@ -24,13 +24,9 @@ pub(super) fn resolve(
 
     let mut comp_ids: HashMap<&str, CompId> = HashMap::with_capacity(raw.len());
     for (i, c) in raw.iter().enumerate() {
-        if comp_ids.insert(c.name, CompId(i as u32)).is_some() {
-            let r = Reference {
-                name: c.name,
-                offset: c.name_offset,
-            };
+        if comp_ids.insert(c.name.name, CompId(i as u32)).is_some() {
             return Err(error_at(
-                &r,
+                &c.name,
                 format!("computation `%{}` is defined twice", c.name),
                 "second definition",
             ));
@@ -44,12 +40,8 @@ pub(super) fn resolve(
         .collect();
     if entries.len() > 1 {
         let c = &raw[entries[1]];
-        let r = Reference {
-            name: c.name,
-            offset: c.name_offset,
-        };
         return Err(error_at(
-            &r,
+            &c.name,
             "a module has one ENTRY computation".into(),
             "second ENTRY",
         ));
@@ -77,12 +69,8 @@ pub(super) fn resolve(
     for (ci, comp) in raw.into_iter().enumerate() {
         let comp_id = CompId(ci as u32);
         if comp.instructions.is_empty() {
-            let r = Reference {
-                name: comp.name,
-                offset: comp.name_offset,
-            };
             return Err(error_at(
-                &r,
+                &comp.name,
                 format!("computation `%{}` has no instructions", comp.name),
                 "empty",
             ));
@@ -91,13 +79,9 @@ pub(super) fn resolve(
         // control-predecessors may point forward.
         let mut local: HashMap<&str, usize> = HashMap::with_capacity(comp.instructions.len());
         for (i, instr) in comp.instructions.iter().enumerate() {
-            if local.insert(instr.name, i).is_some() {
-                let r = Reference {
-                    name: instr.name,
-                    offset: instr.name_offset,
-                };
+            if local.insert(instr.name.name, i).is_some() {
                 return Err(error_at(
-                    &r,
+                    &instr.name,
                     format!("instruction `%{}` is defined twice", instr.name),
                     "second definition",
                 ));
@@ -124,7 +108,6 @@ pub(super) fn resolve(
             let id = written[i];
             let RawInstruction {
                 name,
-                name_offset,
                 line,
                 is_root,
                 shape,
@@ -210,12 +193,8 @@ pub(super) fn resolve(
             }
             if is_root {
                 if root.is_some() {
-                    let r = Reference {
-                        name,
-                        offset: name_offset,
-                    };
                     return Err(error_at(
-                        &r,
+                        &name,
                         format!("computation `%{}` has two ROOTs", comp.name),
                         "second ROOT",
                     ));
@@ -223,21 +202,14 @@ pub(super) fn resolve(
                 root = Some(id);
             }
             if let Some(n) = parameter_number {
-                params.push((
-                    n,
-                    id,
-                    Reference {
-                        name,
-                        offset: name_offset,
-                    },
-                ));
+                params.push((n, id, name));
             }
             if !control_predecessors.is_empty() {
                 pending_preds.push((id, control_predecessors));
             }
             order.push(id);
             instructions.push(Instruction {
-                name: name.to_string(),
+                name: name.name.to_string(),
                 opcode,
                 shape,
                 operands,
@@ -288,7 +260,7 @@ pub(super) fn resolve(
         // Without a ROOT marker XLA takes the last instruction.
         let root = root.unwrap_or(*written.last().expect("computation has instructions"));
         computations.push(Computation {
-            name: comp.name.to_string(),
+            name: comp.name.name.to_string(),
             is_entry: comp_id == entry,
             instructions: order,
             root,
