@@ -3,6 +3,7 @@
 //! Data flows one way: text ([`source`]) → pest parse and typed IR ([`hlo`]) →
 //! report ([`report`]) → renderers ([`render`]). See ARCHITECTURE.md.
 
+pub mod analysis;
 pub mod error;
 pub mod hlo;
 pub mod render;

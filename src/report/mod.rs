@@ -47,9 +47,48 @@ pub struct ModuleReport {
     pub parameter_bytes: u64,
     /// Bytes of the entry's result (leaves and tuple index tables).
     pub output_bytes: u64,
+    /// XLA's memory figures, computed from the HLO text alone.
+    pub memory: MemoryReport,
+    /// The moment the most bytes are live, and the buffers live then.
+    pub peak: PeakReport,
     /// Opcodes this version of hlomem does not know, with their counts.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_opcodes: BTreeMap<String, usize>,
+}
+
+/// The numbers of `compiled.memory_analysis()` and the buffer assignment.
+#[derive(Debug, Serialize)]
+pub struct MemoryReport {
+    pub argument_bytes: u64,
+    pub output_bytes: u64,
+    pub alias_bytes: u64,
+    pub temp_bytes: u64,
+    /// XLA's "Total bytes used": every allocation the module needs.
+    pub total_bytes: u64,
+    /// Most bytes live at one moment, a buffer shared by aliased values counted once.
+    pub live_peak_bytes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PeakReport {
+    /// Position in the flattened schedule.
+    pub time: u32,
+    /// The instruction scheduled there.
+    pub instruction: Option<String>,
+    pub buffers: Vec<PeakBufferReport>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PeakBufferReport {
+    /// The instruction that defines the buffer.
+    pub name: String,
+    /// Position in that instruction's tuple result; `[]` for an array.
+    pub index: Vec<u64>,
+    pub shape: Shape,
+    pub bytes: u64,
+    pub kind: crate::analysis::BufferKind,
+    pub op_name: Option<String>,
+    pub source: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -84,6 +123,12 @@ pub struct AliasedParameter {
 impl ModuleReport {
     /// Summarizes a parsed module: its size, its parameters and its result.
     pub fn summarize(module: &Module) -> ModuleReport {
+        let model = crate::analysis::analyze(module);
+        ModuleReport::build(module, &model)
+    }
+
+    /// The report of a module whose memory model is already computed.
+    pub fn build(module: &Module, model: &crate::analysis::MemoryModel) -> ModuleReport {
         let entry = module.entry();
         let parameters: Vec<ParameterReport> = entry
             .parameters
@@ -134,6 +179,37 @@ impl ModuleReport {
             output_bytes: result.total_byte_size(),
             parameters,
             outputs,
+            memory: MemoryReport {
+                argument_bytes: model.totals.argument_bytes,
+                output_bytes: model.totals.output_bytes,
+                alias_bytes: model.totals.alias_bytes,
+                temp_bytes: model.totals.temp_bytes,
+                total_bytes: model.totals.total_bytes,
+                live_peak_bytes: model.totals.live_peak_bytes,
+            },
+            peak: PeakReport {
+                time: model.peak.time,
+                instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),
+                buffers: model
+                    .peak
+                    .buffers
+                    .iter()
+                    .map(|b| PeakBufferReport {
+                        name: module.instr(b.instruction).name.clone(),
+                        index: b.index.clone(),
+                        shape: module
+                            .instr(b.instruction)
+                            .shape
+                            .subshape(&b.index)
+                            .cloned()
+                            .unwrap_or_else(|| module.instr(b.instruction).shape.clone()),
+                        bytes: b.bytes,
+                        kind: b.kind,
+                        op_name: module.op_name(b.instruction),
+                        source: module.source_location(b.instruction).map(|l| l.to_string()),
+                    })
+                    .collect(),
+            },
             unknown_opcodes,
         }
     }

@@ -1,0 +1,478 @@
+//! Values and buffers: which instruction defines which value, where each value
+//! appears, who uses it, and which values must share one buffer.
+//!
+//! Follows XLA's `HloDataflowAnalysis` in SSA form (notes §4.2) and
+//! `HloAliasAnalysis` (notes §4.3): an instruction defines a value at every
+//! node of its shape except where the table in §4.2 forwards its operands'
+//! values; `while` and `conditional` results are phi values merged with their
+//! inputs; in-place ops and the entry's `input_output_alias` merge buffers.
+
+use std::collections::HashMap;
+
+use super::schedule::{CallGraph, CompKind};
+use super::sharing;
+use crate::hlo::{CallRole, CompId, InstrId, Module, Opcode, Shape};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ValueId(pub u32);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub u32);
+
+impl ValueId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+impl BufferId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One SSA value: an instruction's output at one node of its shape.
+#[derive(Debug, Clone)]
+pub struct Value {
+    pub instr: InstrId,
+    /// Pre-order node of the instruction's shape (0 is the whole shape, `{}`).
+    pub node: u32,
+    pub index: Vec<u64>,
+    pub size: u64,
+    pub is_phi: bool,
+    /// Every (instruction, node) whose output is this value.
+    pub positions: Vec<(InstrId, u32)>,
+    /// Every (user, operand number) that reads it.
+    pub uses: Vec<(InstrId, u32)>,
+    pub buffer: BufferId,
+}
+
+/// Values that must share memory.
+#[derive(Debug, Clone)]
+pub struct Buffer {
+    pub values: Vec<ValueId>,
+    /// The largest of its values.
+    pub size: u64,
+}
+
+pub struct Dataflow {
+    /// Ordered like XLA's value ids: computations callees first, instructions
+    /// in post-order, shape nodes in pre-order.
+    pub values: Vec<Value>,
+    /// `value_of[instr][node]`
+    pub value_of: Vec<Vec<ValueId>>,
+    pub buffers: Vec<Buffer>,
+    /// The operands' users, for each instruction.
+    pub users: Vec<Vec<(InstrId, u32)>>,
+}
+
+/// The nodes of a shape in pre-order, with their index paths.
+pub fn shape_nodes(shape: &Shape) -> Vec<(Vec<u64>, &Shape)> {
+    fn walk<'s>(shape: &'s Shape, path: &mut Vec<u64>, out: &mut Vec<(Vec<u64>, &'s Shape)>) {
+        out.push((path.clone(), shape));
+        for (i, e) in shape.tuple_elements().iter().enumerate() {
+            path.push(i as u64);
+            walk(e, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(shape, &mut Vec::new(), &mut out);
+    out
+}
+
+fn node_count(shape: &Shape) -> usize {
+    1 + shape.tuple_elements().iter().map(node_count).sum::<usize>()
+}
+
+/// The node range of tuple element `i` of `shape` (within the parent's node list).
+fn child_range(shape: &Shape, i: usize) -> Option<std::ops::Range<usize>> {
+    let elements = shape.tuple_elements();
+    let element = elements.get(i)?;
+    let start = 1 + elements[..i].iter().map(node_count).sum::<usize>();
+    Some(start..start + node_count(element))
+}
+
+/// The node number of a shape index, if it exists.
+pub fn node_of(shape: &Shape, index: &[u64]) -> Option<usize> {
+    let mut node = 0;
+    let mut current = shape;
+    for &i in index {
+        let range = child_range(current, usize::try_from(i).ok()?)?;
+        node += range.start;
+        current = &current.tuple_elements()[i as usize];
+    }
+    Some(node)
+}
+
+struct Builder<'m> {
+    module: &'m Module,
+    calls: &'m CallGraph,
+    values: Vec<Value>,
+    value_of: Vec<Vec<ValueId>>,
+    /// Pairs of values that must share a buffer.
+    merges: Vec<(ValueId, ValueId)>,
+    evaluated: Vec<bool>,
+}
+
+impl Dataflow {
+    pub fn build(module: &Module, calls: &CallGraph) -> Dataflow {
+        let mut b = Builder {
+            module,
+            calls,
+            values: Vec::new(),
+            value_of: vec![Vec::new(); module.instructions.len()],
+            merges: Vec::new(),
+            evaluated: vec![false; module.computations.len()],
+        };
+        b.evaluate(module.entry, None);
+        // Computations not reached through the entry's control flow (reducers,
+        // fusion bodies) define their own parameters.
+        for ci in 0..module.computations.len() {
+            if !b.evaluated[ci] {
+                b.evaluate(CompId(ci as u32), None);
+            }
+        }
+        b.add_io_aliases();
+        b.finish()
+    }
+}
+
+impl Builder<'_> {
+    fn define(&mut self, instr: InstrId, node: usize, index: Vec<u64>, shape: &Shape, is_phi: bool) -> ValueId {
+        let id = ValueId(self.values.len() as u32);
+        self.values.push(Value {
+            instr,
+            node: node as u32,
+            index,
+            size: shape.byte_size(),
+            is_phi,
+            positions: Vec::new(),
+            uses: Vec::new(),
+            buffer: BufferId(0),
+        });
+        id
+    }
+
+    fn define_all(&mut self, instr: InstrId, is_phi: bool) -> Vec<ValueId> {
+        let shape = &self.module.instr(instr).shape;
+        shape_nodes(shape)
+            .into_iter()
+            .enumerate()
+            .map(|(node, (index, sub))| self.define(instr, node, index, sub, is_phi))
+            .collect()
+    }
+
+    /// Evaluates a computation once; `params` binds its parameters to the
+    /// caller's values (call, while, conditional), `None` makes them define values.
+    fn evaluate(&mut self, comp: CompId, params: Option<Vec<Vec<ValueId>>>) {
+        if std::mem::replace(&mut self.evaluated[comp.index()], true) {
+            return;
+        }
+        let module = self.module;
+        for &id in &module.comp(comp).instructions {
+            let values = self.evaluate_instruction(id, params.as_deref());
+            self.value_of[id.index()] = values;
+        }
+    }
+
+    fn operand_values(&self, id: InstrId, k: usize) -> Vec<ValueId> {
+        self.module.instr(id).operands.get(k).map(|o| self.value_of[o.index()].clone()).unwrap_or_default()
+    }
+
+    fn evaluate_instruction(&mut self, id: InstrId, params: Option<&[Vec<ValueId>]>) -> Vec<ValueId> {
+        let module = self.module;
+        let instr = module.instr(id);
+        let nodes = node_count(&instr.shape);
+        let forward = |values: Vec<ValueId>| (values.len() == nodes).then_some(values);
+        let forwarded = match &instr.opcode {
+            Opcode::Parameter => params
+                .and_then(|p| p.get(instr.parameter_number.unwrap_or(0) as usize).cloned())
+                .and_then(forward),
+            Opcode::Bitcast | Opcode::Domain | Opcode::AddDependency | Opcode::OptimizationBarrier => {
+                forward(self.operand_values(id, 0))
+            }
+            Opcode::AllReduceDone => forward(self.operand_values(id, 0)),
+            Opcode::GetTupleElement => {
+                let operand = instr.operands.first().map(|o| &module.instr(*o).shape);
+                let k = instr.tuple_index.unwrap_or(0) as usize;
+                match operand.and_then(|s| child_range(s, k)) {
+                    Some(range) => forward(self.operand_values(id, 0).get(range).map(<[_]>::to_vec).unwrap_or_default()),
+                    None => None,
+                }
+            }
+            Opcode::Tuple => {
+                let table = self.define(id, 0, Vec::new(), &instr.shape, false);
+                let mut values = vec![table];
+                for k in 0..instr.operands.len() {
+                    values.extend(self.operand_values(id, k));
+                }
+                forward(values)
+            }
+            Opcode::Copy if instr.shape.is_tuple() => {
+                let table = self.define(id, 0, Vec::new(), &instr.shape, false);
+                let mut values = vec![table];
+                values.extend(self.operand_values(id, 0).into_iter().skip(1));
+                forward(values)
+            }
+            Opcode::Call => {
+                let callee = called(module, id, CallRole::ToApply).or_else(|| called(module, id, CallRole::Calls));
+                match callee.filter(|c| self.calls.kind(*c) == CompKind::Global) {
+                    Some(callee) => {
+                        let args = (0..instr.operands.len()).map(|k| self.operand_values(id, k)).collect();
+                        self.evaluate(callee, Some(args));
+                        forward(self.value_of[module.comp(callee).root.index()].clone())
+                    }
+                    None => None,
+                }
+            }
+            Opcode::While => Some(self.evaluate_while(id)),
+            Opcode::Conditional => Some(self.evaluate_conditional(id)),
+            Opcode::CopyDone | Opcode::AsyncDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
+                // The result lives in the start's destination slot.
+                let start = instr.operands.first().map(|o| &module.instr(*o).shape);
+                let slot = if instr.opcode == Opcode::CopyDone { 0 } else { 1 };
+                match start.and_then(|s| child_range(s, slot)) {
+                    Some(range) => forward(self.operand_values(id, 0).get(range).map(<[_]>::to_vec).unwrap_or_default()),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        let mut values = forwarded.unwrap_or_else(|| self.define_all(id, false));
+        // Async-style starts keep their operands in slot {0} (copy-start: {1}).
+        let operand_slot = match instr.opcode {
+            Opcode::CopyStart => Some(1),
+            Opcode::AsyncStart | Opcode::AllGatherStart | Opcode::CollectivePermuteStart | Opcode::Send => Some(0),
+            _ => None,
+        };
+        if let Some(slot) = operand_slot {
+            if let Some(range) = child_range(&instr.shape, slot) {
+                let operands: Vec<ValueId> = (0..instr.operands.len()).flat_map(|k| self.operand_values(id, k)).collect();
+                // One operand fills the slot directly; several fill a tuple below it.
+                let operands = if operands.len() + 1 == range.len() && instr.operands.len() > 1 {
+                    let mut v = vec![values[range.start]];
+                    v.extend(operands);
+                    v
+                } else {
+                    operands
+                };
+                if operands.len() == range.len() {
+                    values.splice(range, operands);
+                }
+            }
+        }
+        for (output, operand) in sharing::in_place_pairs(module, id) {
+            let (Some(out_node), Some(&operand_instr)) =
+                (node_of(&instr.shape, &output), instr.operands.get(operand.0 as usize))
+            else {
+                continue;
+            };
+            let operand_shape = &module.instr(operand_instr).shape;
+            if let (Some(&out), Some(in_node)) = (values.get(out_node), node_of(operand_shape, &operand.1)) {
+                if let Some(&input) = self.value_of[operand_instr.index()].get(in_node) {
+                    self.merges.push((out, input));
+                }
+            }
+        }
+        values
+    }
+
+    fn evaluate_while(&mut self, id: InstrId) -> Vec<ValueId> {
+        let module = self.module;
+        let phis = self.define_all(id, true);
+        let init = self.operand_values(id, 0);
+        for (&phi, &v) in phis.iter().zip(&init) {
+            self.merges.push((phi, v));
+        }
+        for role in [CallRole::Condition, CallRole::Body] {
+            if let Some(comp) = called(module, id, role).filter(|c| self.calls.kind(*c) == CompKind::Global) {
+                self.evaluate(comp, Some(vec![phis.clone()]));
+                if role == CallRole::Body {
+                    let root = self.value_of[module.comp(comp).root.index()].clone();
+                    for (&phi, &v) in phis.iter().zip(&root) {
+                        self.merges.push((phi, v));
+                    }
+                }
+            }
+        }
+        phis
+    }
+
+    fn evaluate_conditional(&mut self, id: InstrId) -> Vec<ValueId> {
+        let module = self.module;
+        let phis = self.define_all(id, true);
+        let branches: Vec<CompId> =
+            module.instr(id).called.iter().filter(|(r, _)| *r == CallRole::Branch).map(|&(_, c)| c).collect();
+        for (b, comp) in branches.into_iter().enumerate() {
+            if self.calls.kind(comp) != CompKind::Global {
+                continue;
+            }
+            let args = vec![self.operand_values(id, b + 1)];
+            self.evaluate(comp, Some(args));
+            let root = self.value_of[module.comp(comp).root.index()].clone();
+            for (&phi, &v) in phis.iter().zip(&root) {
+                self.merges.push((phi, v));
+            }
+        }
+        phis
+    }
+
+    /// Entry outputs aliased with parameters share the parameter's buffer.
+    fn add_io_aliases(&mut self) {
+        let module = self.module;
+        let entry = module.entry();
+        let root = entry.root;
+        for alias in &module.header.input_output_alias {
+            let Some(&param) = entry.parameters.get(alias.parameter as usize) else { continue };
+            let out = node_of(&module.instr(root).shape, &alias.output_index)
+                .and_then(|n| self.value_of[root.index()].get(n).copied());
+            let input = node_of(&module.instr(param).shape, &alias.parameter_index)
+                .and_then(|n| self.value_of[param.index()].get(n).copied());
+            if let (Some(out), Some(input)) = (out, input) {
+                self.merges.push((out, input));
+            }
+        }
+    }
+
+    fn finish(mut self) -> Dataflow {
+        let module = self.module;
+        // Renumber values like XLA: computations in file order (callees first),
+        // instructions in post-order, nodes in pre-order.
+        let mut rank = vec![u32::MAX; module.instructions.len()];
+        let mut next = 0u32;
+        for comp in &module.computations {
+            for id in post_order(module, comp.instructions.as_slice(), comp.root) {
+                rank[id.index()] = next;
+                next += 1;
+            }
+        }
+        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        order.sort_by_key(|&v| (rank[self.values[v].instr.index()], self.values[v].node, v));
+        let mut new_id = vec![ValueId(0); self.values.len()];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old] = ValueId(new as u32);
+        }
+        let mut values: Vec<Value> = order.iter().map(|&old| self.values[old].clone()).collect();
+        for per_instr in &mut self.value_of {
+            for v in per_instr.iter_mut() {
+                *v = new_id[v.index()];
+            }
+        }
+        for (a, b) in &mut self.merges {
+            *a = new_id[a.index()];
+            *b = new_id[b.index()];
+        }
+
+        let mut users = vec![Vec::new(); module.instructions.len()];
+        for (i, instr) in module.instructions.iter().enumerate() {
+            for (k, &operand) in instr.operands.iter().enumerate() {
+                users[operand.index()].push((InstrId(i as u32), k as u32));
+            }
+        }
+        // Positions, then uses (notes §4.2: tuple and domain never use their
+        // operands; get-tuple-element and copy use only the operand's top node).
+        for (i, per_instr) in self.value_of.iter().enumerate() {
+            for (node, &v) in per_instr.iter().enumerate() {
+                values[v.index()].positions.push((InstrId(i as u32), node as u32));
+            }
+        }
+        for v in &mut values {
+            let mut uses: Vec<(InstrId, u32)> = Vec::new();
+            for &(instr, node) in &v.positions {
+                for &(user, k) in &users[instr.index()] {
+                    let reads = match module.instr(user).opcode {
+                        Opcode::Tuple | Opcode::Domain => false,
+                        Opcode::GetTupleElement | Opcode::Copy => node == 0,
+                        _ => true,
+                    };
+                    if reads && !uses.contains(&(user, k)) {
+                        uses.push((user, k));
+                    }
+                }
+            }
+            v.uses = uses;
+        }
+
+        // Buffers: union-find over the merges.
+        let mut parent: Vec<u32> = (0..values.len() as u32).collect();
+        fn find(parent: &mut [u32], mut x: u32) -> u32 {
+            while parent[x as usize] != x {
+                parent[x as usize] = parent[parent[x as usize] as usize];
+                x = parent[x as usize];
+            }
+            x
+        }
+        for &(a, b) in &self.merges {
+            let (ra, rb) = (find(&mut parent, a.0), find(&mut parent, b.0));
+            if ra != rb {
+                let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+                parent[hi as usize] = lo;
+            }
+        }
+        let mut buffer_of_root: HashMap<u32, BufferId> = HashMap::new();
+        let mut buffers: Vec<Buffer> = Vec::new();
+        for v in 0..values.len() {
+            let root = find(&mut parent, v as u32);
+            let b = *buffer_of_root.entry(root).or_insert_with(|| {
+                buffers.push(Buffer { values: Vec::new(), size: 0 });
+                BufferId(buffers.len() as u32 - 1)
+            });
+            buffers[b.index()].values.push(ValueId(v as u32));
+            buffers[b.index()].size = buffers[b.index()].size.max(values[v].size);
+            values[v].buffer = b;
+        }
+        Dataflow { values, value_of: self.value_of, buffers, users }
+    }
+}
+
+fn called(module: &Module, id: InstrId, role: CallRole) -> Option<CompId> {
+    module.instr(id).called.iter().find(|(r, _)| *r == role).map(|&(_, c)| c)
+}
+
+/// XLA's `MakeInstructionPostOrder`: depth-first from each instruction nobody
+/// uses, in text order, operands before users.
+pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> Vec<InstrId> {
+    let local: HashMap<InstrId, usize> = instructions.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let mut has_user = vec![false; instructions.len()];
+    for &id in instructions {
+        for op in module.instr(id).operands.iter().chain(&module.instr(id).control_predecessors) {
+            if let Some(&i) = local.get(op) {
+                has_user[i] = true;
+            }
+        }
+    }
+    let mut visited = vec![false; instructions.len()];
+    let mut out = Vec::with_capacity(instructions.len());
+    let starts = instructions
+        .iter()
+        .enumerate()
+        .filter(|&(i, &id)| !has_user[i] && id != root)
+        .map(|(i, _)| i)
+        .chain(local.get(&root).copied());
+    for start in starts {
+        if visited[start] {
+            continue;
+        }
+        // Iterative DFS: (node, next operand to visit).
+        let mut stack = vec![(start, 0usize)];
+        visited[start] = true;
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            let instr = module.instr(instructions[node]);
+            let n = instr.operands.len();
+            let pred = if *next < n { instr.operands.get(*next) } else { instr.control_predecessors.get(*next - n) };
+            if let Some(&op) = pred {
+                *next += 1;
+                if let Some(&i) = local.get(&op) {
+                    if !visited[i] {
+                        visited[i] = true;
+                        stack.push((i, 0));
+                    }
+                }
+            } else {
+                out.push(instructions[node]);
+                stack.pop();
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,104 @@
+//! Live ranges on the flattened schedule (`HloLiveRange`, notes §4.4).
+//! Intervals are inclusive: `[start, end]`.
+
+use super::dataflow::{Dataflow, ValueId};
+use super::schedule::Schedule;
+use crate::hlo::{Module, Opcode};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveRange {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl LiveRange {
+    pub fn overlaps(&self, other: &LiveRange) -> bool {
+        self.start <= other.end && other.start <= self.end
+    }
+}
+
+/// `ranges[value]`, `None` for values of computations outside the schedule
+/// (fusion bodies, reducers).
+pub fn live_ranges(module: &Module, dataflow: &Dataflow, schedule: &Schedule) -> Vec<Option<LiveRange>> {
+    let n = schedule.len();
+    let aliased_params: Vec<u64> = module.header.input_output_alias.iter().map(|a| a.parameter).collect();
+    let is_root = |id: crate::hlo::InstrId| module.comp(module.instr(id).computation).root == id;
+    let span_end = |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.1);
+    let span_start = |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.0);
+
+    let mut ranges: Vec<Option<LiveRange>> = dataflow
+        .values
+        .iter()
+        .map(|value| {
+            let def = module.instr(value.instr);
+            let t_def = schedule.time(value.instr)?;
+            // Parameters start when their computation starts; a phi starts at the
+            // earliest of its positions (the loop condition's parameter).
+            let mut start = if def.opcode == Opcode::Parameter { span_start(value.instr)? } else { t_def };
+            let mut end = if is_root(value.instr) { span_end(value.instr)? } else { t_def };
+            for &(pos, _) in &value.positions {
+                let Some(t) = schedule.time(pos) else { continue };
+                let (pos_start, pos_end) = if module.instr(pos).opcode == Opcode::Parameter {
+                    (span_start(pos).unwrap_or(t), t)
+                } else {
+                    (t, t)
+                };
+                start = start.min(pos_start);
+                end = end.max(if is_root(pos) { span_end(pos).unwrap_or(pos_end) } else { pos_end });
+            }
+            let entry_param = def.opcode == Opcode::Parameter && def.computation == module.entry;
+            let donated = entry_param && def.parameter_number.is_some_and(|p| aliased_params.contains(&p));
+            if entry_param && !donated {
+                end = n;
+            } else {
+                for &(user, _) in &value.uses {
+                    let user_instr = module.instr(user);
+                    let t = match user_instr.opcode {
+                        // The callee's own uses count instead.
+                        Opcode::Call => continue,
+                        // The loop state hands over to the body's parameter.
+                        Opcode::While => user_instr
+                            .called
+                            .iter()
+                            .find(|(r, _)| *r == crate::hlo::CallRole::Body)
+                            .and_then(|&(_, body)| module.comp(body).parameters.first().copied())
+                            .and_then(|p| schedule.time(p))
+                            .or_else(|| schedule.time(user)),
+                        _ => schedule.time(user),
+                    };
+                    if let Some(t) = t {
+                        end = end.max(t);
+                    }
+                }
+            }
+            Some(LiveRange { start, end: end.max(start) })
+        })
+        .collect();
+
+    normalize_aliased(dataflow, &mut ranges);
+    ranges
+}
+
+/// Values of one buffer are made to hand over rather than overlap
+/// (`NormalizeAliasedBuffers`): sorted by (start, end, id), each value ends
+/// where the next starts, and the next ends no earlier than it did.
+fn normalize_aliased(dataflow: &Dataflow, ranges: &mut [Option<LiveRange>]) {
+    for buffer in &dataflow.buffers {
+        if buffer.values.len() < 2 {
+            continue;
+        }
+        let mut members: Vec<(LiveRange, ValueId)> =
+            buffer.values.iter().filter_map(|&v| ranges[v.index()].map(|r| (r, v))).collect();
+        members.sort_by_key(|(r, v)| (r.start, r.end, *v));
+        for i in 1..members.len() {
+            let (prev, _) = members[i - 1];
+            let (mut next, _) = members[i];
+            next.end = next.end.max(prev.end);
+            members[i].0 = next;
+            members[i - 1].0.end = prev.end.min(next.start);
+        }
+        for (range, v) in members {
+            ranges[v.index()] = Some(range);
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! When may an instruction write its output into an operand's memory?
+//!
+//! Two questions XLA asks (notes §4.3 rule 4 and §5.7):
+//! - [`in_place_pairs`]: outputs that *must* share an operand's buffer
+//!   (`dynamic-update-slice`, `scatter`, aliasing custom calls and fusions, ...).
+//! - [`can_share_operand_buffer`]: whether an output *may* take over an operand
+//!   buffer that dies at this instruction (`CanShareOperandBufferWithUser`).
+
+use crate::hlo::{CompId, InstrId, Module, Opcode};
+
+/// `(output index, (operand number, operand index))` pairs that must alias
+/// (`AliasInfo::GetInPlaceInputOutputPairs`).
+pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<(Vec<u64>, (u64, Vec<u64>))> {
+    let instr = module.instr(id);
+    let mut pairs: Vec<(Vec<u64>, (u64, Vec<u64>))> = instr
+        .output_to_operand_aliasing
+        .iter()
+        .map(|a| (a.output_index.clone(), (a.operand, a.operand_index.clone())))
+        .collect();
+    match &instr.opcode {
+        Opcode::DynamicUpdateSlice | Opcode::AllReduceStart | Opcode::SetDimensionSize => {
+            pairs.push((vec![], (0, vec![])))
+        }
+        Opcode::RaggedAllToAll => pairs.push((vec![], (1, vec![]))),
+        Opcode::Scatter => {
+            // Operands are (inputs..., indices, updates...): n inputs and n updates.
+            let n = (instr.operands.len().saturating_sub(1) / 2) as u64;
+            if n == 1 {
+                pairs.push((vec![], (0, vec![])));
+            } else {
+                pairs.extend((0..n).map(|i| (vec![i], (i, vec![]))));
+            }
+        }
+        Opcode::Fusion if instr.output_to_operand_aliasing.is_empty() => {
+            if let Some(comp) = fused_computation(module, id) {
+                pairs.extend(fusion_in_place_pairs(module, comp));
+            }
+        }
+        _ => {}
+    }
+    pairs
+}
+
+fn fused_computation(module: &Module, id: InstrId) -> Option<CompId> {
+    module.instr(id).called.first().map(|&(_, c)| c)
+}
+
+/// From each output leaf of a fused computation, follow tuples and bitcasts to
+/// its source; an in-place source whose in-place operand is a fused parameter
+/// makes that fusion operand alias the output (`GetFusionInstructionInPlaceInputOutputPairs`).
+fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<(Vec<u64>, (u64, Vec<u64>))> {
+    let root = module.comp(comp).root;
+    let mut outputs: Vec<(Vec<u64>, InstrId)> = Vec::new();
+    let root_instr = module.instr(root);
+    if root_instr.opcode == Opcode::Tuple {
+        for (i, &op) in root_instr.operands.iter().enumerate() {
+            outputs.push((vec![i as u64], op));
+        }
+    } else {
+        outputs.push((vec![], root));
+    }
+    let mut pairs = Vec::new();
+    for (index, mut source) in outputs {
+        while module.instr(source).opcode == Opcode::Bitcast {
+            match module.instr(source).operands.first() {
+                Some(&op) => source = op,
+                None => break,
+            }
+        }
+        let in_place_operand = match module.instr(source).opcode {
+            Opcode::DynamicUpdateSlice | Opcode::Scatter => module.instr(source).operands.first().copied(),
+            _ => None,
+        };
+        let Some(mut operand) = in_place_operand else { continue };
+        while module.instr(operand).opcode == Opcode::Bitcast {
+            match module.instr(operand).operands.first() {
+                Some(&op) => operand = op,
+                None => break,
+            }
+        }
+        if let Some(n) = module.instr(operand).parameter_number {
+            if module.instr(operand).opcode == Opcode::Parameter {
+                pairs.push((index, (n, vec![])));
+            }
+        }
+    }
+    pairs
+}
+
+/// `HloInstruction::IsElementwiseOnOperand` for single instructions.
+pub fn is_elementwise(module: &Module, id: InstrId) -> bool {
+    use Opcode::*;
+    let instr = module.instr(id);
+    match &instr.opcode {
+        Abs | Add | And | Atan2 | Cbrt | Ceil | Clamp | Clz | Compare | Complex | Convert | Copy | Cos | Cosh
+        | Divide | Erf | Exp | Expm1 | Floor | Imag | IsFinite | Log | Log1p | Logistic | Map | Maximum
+        | Minimum | Multiply | Negate | Not | Or | PopulationCount | Power | Real | ReducePrecision | Remainder
+        | RoundNearestAfz | RoundNearestEven | Rsqrt | Select | ShiftLeft | ShiftRightArithmetic
+        | ShiftRightLogical | Sign | Sin | Sinh | Sqrt | StochasticConvert | Subtract | Tan | Tanh | Xor => true,
+        BitcastConvert => instr.operands.first().is_some_and(|&op| {
+            let from = &module.instr(op).shape;
+            match (from, &instr.shape) {
+                (crate::hlo::Shape::Array(a), crate::hlo::Shape::Array(b)) => {
+                    a.element.bit_width() == b.element.bit_width()
+                }
+                _ => false,
+            }
+        }),
+        _ => false,
+    }
+}
+
+/// Every transitive use of a fused parameter is elementwise on it or a tuple
+/// (`AreTransitiveUsesElementwiseOrTuple`).
+fn transitive_uses_elementwise(module: &Module, comp: CompId, param: InstrId) -> bool {
+    let instrs = &module.comp(comp).instructions;
+    let mut frontier = vec![param];
+    let mut seen = vec![param];
+    while let Some(current) = frontier.pop() {
+        for &user in instrs {
+            if !module.instr(user).operands.contains(&current) || seen.contains(&user) {
+                continue;
+            }
+            let op = &module.instr(user).opcode;
+            if *op != Opcode::Tuple && !is_elementwise(module, user) {
+                return false;
+            }
+            seen.push(user);
+            frontier.push(user);
+        }
+    }
+    true
+}
+
+/// May `user`'s output at `output` reuse the buffer of its operand `operand`
+/// (at `operand_index`) when that buffer dies at `user`?
+/// (`HloDataflowAnalysis::CanShareOperandBufferWithUser`, notes §5.7, CPU rules.)
+pub fn can_share_operand_buffer(
+    module: &Module,
+    operand: InstrId,
+    operand_index: &[u64],
+    user: InstrId,
+    output: &[u64],
+) -> bool {
+    let operand_instr = module.instr(operand);
+    let user_instr = module.instr(user);
+    if operand_instr.opcode == Opcode::Constant {
+        return false;
+    }
+    let (Some(operand_shape), Some(user_shape)) =
+        (operand_instr.shape.subshape(operand_index), user_instr.shape.subshape(output))
+    else {
+        return false;
+    };
+    let operand_numbers: Vec<u64> = user_instr
+        .operands
+        .iter()
+        .enumerate()
+        .filter(|&(_, &o)| o == operand)
+        .map(|(k, _)| k as u64)
+        .collect();
+    let shapes_equal = operand_shape == user_shape;
+    if shapes_equal {
+        let must = in_place_pairs(module, user)
+            .iter()
+            .any(|(out, (k, idx))| out == output && operand_numbers.contains(k) && idx == operand_index);
+        if must {
+            return true;
+        }
+    }
+    if !shapes_equal {
+        return false;
+    }
+    match &user_instr.opcode {
+        Opcode::Fusion => {
+            let Some(comp) = fused_computation(module, user) else { return false };
+            match user_instr.fusion_kind.as_deref() {
+                Some("kOutput") => {
+                    // add(dot|convolution, X): only through the X slot, used once.
+                    let root = module.instr(module.comp(comp).root);
+                    if root.opcode != Opcode::Add || operand_numbers.len() != 1 {
+                        return false;
+                    }
+                    let k = operand_numbers[0];
+                    root.operands.iter().any(|&op| {
+                        module.instr(op).opcode == Opcode::Parameter && module.instr(op).parameter_number == Some(k)
+                    }) && root.operands.iter().any(|&op| {
+                        matches!(module.instr(op).opcode, Opcode::Dot | Opcode::Convolution)
+                    })
+                }
+                _ => operand_numbers.iter().all(|&k| {
+                    module
+                        .comp(comp)
+                        .parameters
+                        .get(k as usize)
+                        .is_some_and(|&p| transitive_uses_elementwise(module, comp, p))
+                }) && !operand_numbers.is_empty(),
+            }
+        }
+        Opcode::While | Opcode::Conditional => true,
+        Opcode::DynamicUpdateSlice | Opcode::Scatter | Opcode::SetDimensionSize => operand_numbers == [0],
+        Opcode::TriangularSolve => operand_numbers == [1],
+        Opcode::Sort => false,
+        Opcode::Call => false,
+        _ => is_elementwise(module, user),
+    }
+}
