@@ -35,6 +35,8 @@ pub struct Allocation {
     pub buffers: Vec<BufferId>,
     /// A tuple table that is not live out: combined into the temp block.
     pub temp_tuple: bool,
+    /// Other buffers may move in (a donated parameter's or an output array's).
+    pub reusable: bool,
 }
 
 #[derive(Debug)]
@@ -70,8 +72,20 @@ pub fn assign(
 
     let mut allocations: Vec<Allocation> = Vec::new();
     let mut allocation_of: Vec<Option<usize>> = vec![None; dataflow.buffers.len()];
-    let new_allocation = |kind, size, maybe_live_out, b: BufferId, temp_tuple, allocation_of: &mut Vec<Option<usize>>, allocations: &mut Vec<Allocation>| {
-        allocations.push(Allocation { kind, size, maybe_live_out, buffers: vec![b], temp_tuple });
+    let new_allocation = |kind: AllocationKind,
+                          size: u64,
+                          maybe_live_out: bool,
+                          b: BufferId,
+                          is_tuple_table: bool,
+                          allocation_of: &mut Vec<Option<usize>>,
+                          allocations: &mut Vec<Allocation>| {
+        let temp_tuple = is_tuple_table && !maybe_live_out;
+        let reusable = match kind {
+            AllocationKind::Parameter { aliased, .. } => aliased,
+            AllocationKind::Output => !is_tuple_table,
+            _ => false,
+        };
+        allocations.push(Allocation { kind, size, maybe_live_out, buffers: vec![b], temp_tuple, reusable });
         allocation_of[b.index()] = Some(allocations.len() - 1);
     };
 
@@ -92,12 +106,14 @@ pub fn assign(
 
     let aliased_params: Vec<u64> = module.header.input_output_alias.iter().map(|a| a.parameter).collect();
     let mut delayed: Vec<BufferId> = Vec::new();
+    let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {
         let buffer = &dataflow.buffers[b.index()];
         let lo = live_out[b.index()];
         let defs = || buffer.values.iter().map(|v| module.instr(dataflow.values[v.index()].instr));
         if buffer.values.iter().all(|&v| comp_kind(v) == CompKind::ThreadLocal) {
-            new_allocation(AllocationKind::ThreadLocal, buffer.size, false, b, false, &mut allocation_of, &mut allocations);
+            // Reducers' buffers are assigned after the global computations'.
+            thread_local.push(b);
             continue;
         }
         if defs().any(|i| i.opcode == Opcode::Constant) {
@@ -123,7 +139,7 @@ pub fn assign(
             module.instr(value.instr).shape.subshape(&value.index).is_some_and(|s| s.is_tuple())
         });
         if is_tuple {
-            new_allocation(AllocationKind::Output, buffer.size, lo, b, !lo, &mut allocation_of, &mut allocations);
+            new_allocation(AllocationKind::Output, buffer.size, lo, b, true, &mut allocation_of, &mut allocations);
             continue;
         }
         if let Some(a) = find_reusable(module, dataflow, ranges, &allocations, b, lo) {
@@ -139,34 +155,21 @@ pub fn assign(
     }
 
     let heap = heap::simulate(module, dataflow, ranges, &delayed, alignment);
-    // The temp block: temporary tuple tables in creation order, then the heap,
-    // each at the next aligned offset (`CombineTempAllocations`).
-    let mut temp_size: Option<u64> = None;
-    let mut temp_buffers = Vec::new();
-    let append = |size: u64, temp_size: &mut Option<u64>| {
-        *temp_size = Some(match *temp_size {
-            None => size,
-            Some(current) => current.div_ceil(alignment.max(1)) * alignment.max(1) + size,
-        });
-    };
-    for a in allocations.iter().filter(|a| a.temp_tuple) {
-        append(a.size, &mut temp_size);
-        temp_buffers.extend(a.buffers.iter().copied());
-    }
     if !delayed.is_empty() {
-        append(heap.heap_size, &mut temp_size);
-    }
-    allocations.retain(|a| !a.temp_tuple);
-    if let Some(size) = temp_size {
-        temp_buffers.extend(delayed.iter().copied());
         allocations.push(Allocation {
             kind: AllocationKind::Temp,
-            size,
+            size: heap.heap_size,
             maybe_live_out: false,
-            buffers: temp_buffers,
+            buffers: delayed.clone(),
             temp_tuple: false,
+            reusable: false,
         });
     }
+    for b in thread_local {
+        let size = dataflow.buffers[b.index()].size;
+        new_allocation(AllocationKind::ThreadLocal, size, false, b, false, &mut allocation_of, &mut allocations);
+    }
+    combine_temp_allocations(&mut allocations, alignment);
     let mut allocation_of = vec![None; dataflow.buffers.len()];
     for (i, a) in allocations.iter().enumerate() {
         for b in &a.buffers {
@@ -174,6 +177,55 @@ pub fn assign(
         }
     }
     Assignment { allocations, allocation_of, live_out, heap, heap_buffers: delayed }
+}
+
+/// Moves the temporary allocations (the heap block and temporary tuple tables)
+/// to the end and concatenates them, each at the next aligned offset
+/// (`CombineTempAllocations`). XLA moves them with `std::partition`, which is
+/// not stable; its libstdc++ swaps decide the order, and so the padding.
+fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
+    let is_temp = |a: &Allocation| a.temp_tuple || a.kind == AllocationKind::Temp;
+    let (mut first, mut last) = (0usize, allocations.len());
+    'partition: loop {
+        loop {
+            if first == last {
+                break 'partition;
+            }
+            if !is_temp(&allocations[first]) {
+                first += 1;
+            } else {
+                break;
+            }
+        }
+        last -= 1;
+        loop {
+            if first == last {
+                break 'partition;
+            }
+            if is_temp(&allocations[last]) {
+                last -= 1;
+            } else {
+                break;
+            }
+        }
+        allocations.swap(first, last);
+        first += 1;
+    }
+    let temps: Vec<Allocation> = allocations.drain(first..).collect();
+    let mut combined: Option<Allocation> = None;
+    for temp in temps {
+        match &mut combined {
+            None => {
+                combined = Some(Allocation { kind: AllocationKind::Temp, temp_tuple: false, reusable: false, ..temp });
+            }
+            Some(c) => {
+                let base = if alignment > 1 { c.size.div_ceil(alignment) * alignment } else { c.size };
+                c.size = base + temp.size;
+                c.buffers.extend(temp.buffers);
+            }
+        }
+    }
+    allocations.extend(combined);
 }
 
 /// A donated parameter's or an output's allocation that `b` fits in without
@@ -188,12 +240,7 @@ fn find_reusable(
 ) -> Option<usize> {
     let buffer = &dataflow.buffers[b.index()];
     allocations.iter().position(|a| {
-        let reusable = match a.kind {
-            AllocationKind::Parameter { aliased, .. } => aliased,
-            AllocationKind::Output => !a.temp_tuple && a.maybe_live_out,
-            _ => false,
-        };
-        reusable
+        a.reusable
             && if live_out { a.size == buffer.size } else { buffer.size <= a.size }
             && !a.buffers.iter().any(|&other| interferes(module, dataflow, ranges, b, other))
     })

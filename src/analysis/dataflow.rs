@@ -277,6 +277,9 @@ impl Builder<'_> {
         values
     }
 
+    /// The loop state: the while's result, the condition's and the body's
+    /// parameters are phi values of their own (so each has its own live range),
+    /// all in one buffer with the initial value and the body's result.
     fn evaluate_while(&mut self, id: InstrId) -> Vec<ValueId> {
         let module = self.module;
         let phis = self.define_all(id, true);
@@ -285,13 +288,24 @@ impl Builder<'_> {
             self.merges.push((phi, v));
         }
         for role in [CallRole::Condition, CallRole::Body] {
-            if let Some(comp) = called(module, id, role).filter(|c| self.calls.kind(*c) == CompKind::Global) {
-                self.evaluate(comp, Some(vec![phis.clone()]));
-                if role == CallRole::Body {
-                    let root = self.value_of[module.comp(comp).root.index()].clone();
-                    for (&phi, &v) in phis.iter().zip(&root) {
-                        self.merges.push((phi, v));
-                    }
+            let Some(comp) = called(module, id, role).filter(|c| self.calls.kind(*c) == CompKind::Global) else {
+                continue;
+            };
+            if self.evaluated[comp.index()] {
+                continue;
+            }
+            self.evaluate(comp, None);
+            if let Some(&param) = module.comp(comp).parameters.first() {
+                let param_values = self.value_of[param.index()].clone();
+                for (&phi, &v) in phis.iter().zip(&param_values) {
+                    self.values[v.index()].is_phi = true;
+                    self.merges.push((phi, v));
+                }
+            }
+            if role == CallRole::Body {
+                let root = self.value_of[module.comp(comp).root.index()].clone();
+                for (&phi, &v) in phis.iter().zip(&root) {
+                    self.merges.push((phi, v));
                 }
             }
         }
