@@ -142,7 +142,7 @@ pub fn assign(
             new_allocation(AllocationKind::Output, buffer.size, lo, b, true, &mut allocation_of, &mut allocations);
             continue;
         }
-        if let Some(a) = find_reusable(module, dataflow, ranges, &allocations, b, lo) {
+        if let Some(a) = find_reusable(module, dataflow, ranges, &allocations, &allocation_of, b, lo) {
             allocations[a].buffers.push(b);
             allocation_of[b.index()] = Some(a);
             continue;
@@ -229,21 +229,41 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
 }
 
 /// A donated parameter's or an output's allocation that `b` fits in without
-/// overlapping anything already there (`MaybeAssignBuffer`).
+/// overlapping anything already there (`MaybeAssignBuffer`). XLA tries the
+/// allocation of an operand that `b` may overwrite first, then the others from
+/// the most recently created (the smallest, as buffers come biggest first).
 fn find_reusable(
     module: &Module,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
     allocations: &[Allocation],
+    allocation_of: &[Option<usize>],
     b: BufferId,
     live_out: bool,
 ) -> Option<usize> {
     let buffer = &dataflow.buffers[b.index()];
-    allocations.iter().position(|a| {
+    let fits = |a: &Allocation| {
         a.reusable
             && if live_out { a.size == buffer.size } else { buffer.size <= a.size }
             && !a.buffers.iter().any(|&other| interferes(module, dataflow, ranges, b, other))
-    })
+    };
+    for &v in &buffer.values {
+        let value = &dataflow.values[v.index()];
+        let user = value.instr;
+        for &operand in &module.instr(user).operands {
+            for (node, &ov) in dataflow.value_of[operand.index()].iter().enumerate() {
+                let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] else { continue };
+                let index = super::dataflow::shape_nodes(&module.instr(operand).shape)
+                    .get(node)
+                    .map(|(idx, _)| idx.clone())
+                    .unwrap_or_default();
+                if sharing::can_share_operand_buffer(module, operand, &index, user, &value.index) && fits(&allocations[a]) {
+                    return Some(a);
+                }
+            }
+        }
+    }
+    (0..allocations.len()).rev().find(|&a| fits(&allocations[a]))
 }
 
 /// Do two buffers' values overlap in time? Values that only touch may share
