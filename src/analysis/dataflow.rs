@@ -279,14 +279,38 @@ impl Builder<'_> {
 
     /// The loop state: the while's result, the condition's and the body's
     /// parameters are phi values of their own (so each has its own live range),
-    /// all in one buffer with the initial value and the body's result.
+    /// all in one buffer with the initial value and the body's result. Where
+    /// the body passes an element through unchanged, XLA removes the phi and
+    /// the initial value itself flows through the loop.
     fn evaluate_while(&mut self, id: InstrId) -> Vec<ValueId> {
         let module = self.module;
-        let phis = self.define_all(id, true);
         let init = self.operand_values(id, 0);
-        for (&phi, &v) in phis.iter().zip(&init) {
-            self.merges.push((phi, v));
-        }
+        let body = called(module, id, CallRole::Body).filter(|c| self.calls.kind(*c) == CompKind::Global);
+        let invariant = body.map(|b| invariant_nodes(module, b)).unwrap_or_default();
+        let is_invariant = |node: usize| invariant.get(node).copied().unwrap_or(false) && node < init.len();
+        let nodes = shape_nodes(&module.instr(id).shape);
+        let phi_at = |b: &mut Self, instr: InstrId| -> Vec<ValueId> {
+            nodes
+                .iter()
+                .enumerate()
+                .map(|(node, (index, shape))| {
+                    if is_invariant(node) {
+                        init[node]
+                    } else {
+                        b.define(instr, node, index.clone(), shape, true)
+                    }
+                })
+                .collect()
+        };
+        let phis = phi_at(self, id);
+        let merge_with_phis = |b: &mut Self, values: &[ValueId]| {
+            for (node, (&phi, &v)) in phis.iter().zip(values).enumerate() {
+                if !is_invariant(node) {
+                    b.merges.push((phi, v));
+                }
+            }
+        };
+        merge_with_phis(self, &init);
         for role in [CallRole::Condition, CallRole::Body] {
             let Some(comp) = called(module, id, role).filter(|c| self.calls.kind(*c) == CompKind::Global) else {
                 continue;
@@ -294,19 +318,16 @@ impl Builder<'_> {
             if self.evaluated[comp.index()] {
                 continue;
             }
-            self.evaluate(comp, None);
-            if let Some(&param) = module.comp(comp).parameters.first() {
-                let param_values = self.value_of[param.index()].clone();
-                for (&phi, &v) in phis.iter().zip(&param_values) {
-                    self.values[v.index()].is_phi = true;
-                    self.merges.push((phi, v));
-                }
-            }
+            let Some(&param) = module.comp(comp).parameters.first() else {
+                self.evaluate(comp, None);
+                continue;
+            };
+            let param_values = phi_at(self, param);
+            merge_with_phis(self, &param_values);
+            self.evaluate(comp, Some(vec![param_values]));
             if role == CallRole::Body {
                 let root = self.value_of[module.comp(comp).root.index()].clone();
-                for (&phi, &v) in phis.iter().zip(&root) {
-                    self.merges.push((phi, v));
-                }
+                merge_with_phis(self, &root);
             }
         }
         phis
@@ -437,6 +458,42 @@ impl Builder<'_> {
         }
         Dataflow { values, value_of: self.value_of, buffers, users }
     }
+}
+
+/// Nodes of a loop body's state that its root passes through unchanged
+/// (`tuple(..., get-tuple-element(param), index=i, ...)` at position i).
+fn invariant_nodes(module: &Module, body: CompId) -> Vec<bool> {
+    let comp = module.comp(body);
+    let Some(&param) = comp.parameters.first() else { return Vec::new() };
+    let shape = &module.instr(param).shape;
+    let mut out = vec![false; node_count(shape)];
+    // (instruction producing this part of the root, index path in the state)
+    let mut work = vec![(comp.root, Vec::<u64>::new())];
+    while let Some((instr, path)) = work.pop() {
+        let i = module.instr(instr);
+        let passes_through = i.opcode == Opcode::GetTupleElement
+            && i.tuple_index == path.last().copied()
+            && i.operands.first() == Some(&param)
+            && path.len() == 1;
+        if instr == param && path.is_empty() || passes_through {
+            if let (Some(node), Some(sub)) = (node_of(shape, &path), shape.subshape(&path)) {
+                out[node..node + node_count(sub)].iter_mut().for_each(|x| *x = true);
+            }
+        } else if i.opcode == Opcode::Tuple {
+            for (k, &op) in i.operands.iter().enumerate() {
+                let mut p = path.clone();
+                p.push(k as u64);
+                work.push((op, p));
+            }
+        }
+    }
+    // The index table of a tuple is rebuilt by the root's `tuple`: never invariant.
+    if let Some(first) = out.first_mut() {
+        if module.instr(comp.root).opcode == Opcode::Tuple {
+            *first = false;
+        }
+    }
+    out
 }
 
 fn called(module: &Module, id: InstrId, role: CallRole) -> Option<CompId> {

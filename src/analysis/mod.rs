@@ -9,9 +9,12 @@ pub mod heap;
 pub mod liveness;
 pub mod schedule;
 pub mod sharing;
+pub mod verify;
 
 use self::assign::{AllocationKind, Assignment};
-use self::dataflow::{BufferId, Dataflow};
+use std::collections::HashMap;
+
+use self::dataflow::{BufferId, Dataflow, ValueId};
 use self::liveness::LiveRange;
 use self::schedule::{CallGraph, Schedule};
 use crate::hlo::{InstrId, Module, Opcode};
@@ -123,6 +126,12 @@ pub fn analyze(module: &Module) -> MemoryModel {
     MemoryModel { schedule, dataflow, ranges, assignment, totals, peak }
 }
 
+/// The moment the most memory is in use, and what occupies it.
+///
+/// A value is live over its inclusive live range, except that a value whose
+/// memory another value takes over at the instant it dies (an operand reused in
+/// place, a buffer's next value) stops one step earlier: the two share bytes,
+/// so the moment is counted once. The sum is therefore never above XLA's total.
 fn live_peak(
     module: &Module,
     schedule: &Schedule,
@@ -130,31 +139,36 @@ fn live_peak(
     ranges: &[Option<LiveRange>],
     assignment: &Assignment,
 ) -> Peak {
+    let chunk = |v: ValueId| -> Option<(usize, u64, u64)> {
+        let value = &dataflow.values[v.index()];
+        let a = assignment.allocation_of[value.buffer.index()]?;
+        let offset = match assignment.heap.chunks.binary_search_by_key(&v, |(id, _)| *id) {
+            Ok(i) => assignment.heap.chunks[i].1.offset,
+            // Temp tuple tables sit outside the heap: give each its own place.
+            Err(_) if assignment.allocations[a].kind == AllocationKind::Temp => u64::MAX / 2 + value.buffer.0 as u64 * 64,
+            Err(_) => 0,
+        };
+        Some((a, offset, value.size))
+    };
+    let mut starts: HashMap<(usize, u32), Vec<(u64, u64)>> = HashMap::new();
+    for (i, r) in ranges.iter().enumerate() {
+        if let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) {
+            starts.entry((a, r.start)).or_default().push((offset, size));
+        }
+    }
     let n = schedule.len() as usize + 2;
     let mut delta = vec![0i128; n + 1];
-    // Each buffer once: the union of its values' ranges.
-    let mut intervals: Vec<(BufferId, Vec<LiveRange>)> = Vec::new();
-    for (b, buffer) in dataflow.buffers.iter().enumerate() {
-        if assignment.allocation_of[b].is_none() {
-            continue;
-        }
-        let mut rs: Vec<LiveRange> = buffer.values.iter().filter_map(|v| ranges[v.index()]).collect();
-        if rs.is_empty() {
-            continue;
-        }
-        rs.sort_by_key(|r| r.start);
-        let mut merged: Vec<LiveRange> = Vec::new();
-        for r in rs {
-            match merged.last_mut() {
-                Some(last) if r.start <= last.end + 1 => last.end = last.end.max(r.end),
-                _ => merged.push(r),
-            }
-        }
-        for r in &merged {
-            delta[r.start as usize] += i128::from(buffer.size);
-            delta[(r.end as usize + 1).min(n)] -= i128::from(buffer.size);
-        }
-        intervals.push((BufferId(b as u32), merged));
+    let mut occupancy: Vec<Option<LiveRange>> = vec![None; ranges.len()];
+    for (i, r) in ranges.iter().enumerate() {
+        let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) else { continue };
+        let taken_over = r.end > r.start
+            && starts.get(&(a, r.end)).is_some_and(|others| {
+                others.iter().any(|&(o, s)| o < offset + size && offset < o + s && !(o == offset && r.start == r.end))
+            });
+        let end = if taken_over { r.end - 1 } else { r.end };
+        occupancy[i] = Some(LiveRange { start: r.start, end });
+        delta[r.start as usize] += i128::from(size);
+        delta[(end as usize + 1).min(n)] -= i128::from(size);
     }
     let (mut best_time, mut best, mut running) = (0usize, i128::MIN, 0i128);
     for (t, d) in delta.iter().enumerate().take(n) {
@@ -165,27 +179,37 @@ fn live_peak(
         }
     }
     let t = best_time as u32;
-    let mut buffers: Vec<PeakBuffer> = intervals
-        .iter()
-        .filter(|(_, rs)| rs.iter().any(|r| r.start <= t && t <= r.end))
-        .map(|&(b, _)| {
+    let mut live: HashMap<BufferId, (ValueId, u64)> = HashMap::new();
+    for (i, r) in occupancy.iter().enumerate() {
+        if r.is_some_and(|r| r.start <= t && t <= r.end) {
+            let v = ValueId(i as u32);
+            let value = &dataflow.values[i];
+            let entry = live.entry(value.buffer).or_insert((v, 0));
+            if value.size >= entry.1 {
+                *entry = (v, value.size);
+            }
+        }
+    }
+    let mut buffers: Vec<PeakBuffer> = live
+        .into_iter()
+        .map(|(b, (v, bytes))| {
             let buffer = &dataflow.buffers[b.index()];
-            let first = buffer.values.iter().min().copied().expect("buffers have values");
-            let value = &dataflow.values[first.index()];
-            let defs = || buffer.values.iter().map(|v| module.instr(dataflow.values[v.index()].instr));
-            let kind = if defs().any(|i| i.opcode == Opcode::Parameter && i.computation == module.entry) {
+            let value = &dataflow.values[v.index()];
+            // What the buffer holds at the peak: a donated parameter's buffer may
+            // already hold the output that replaces it.
+            let def = module.instr(value.instr);
+            let kind = if def.opcode == Opcode::Parameter && def.computation == module.entry {
                 BufferKind::Parameter
             } else if assignment.live_out[b.index()] {
                 BufferKind::Output
-            } else if defs().any(|i| i.opcode == Opcode::Constant) {
+            } else if buffer.values.iter().any(|v| module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant) {
                 BufferKind::Constant
             } else {
                 BufferKind::Temp
             };
-            PeakBuffer { buffer: b, instruction: value.instr, index: value.index.clone(), bytes: buffer.size, kind }
+            PeakBuffer { buffer: b, instruction: value.instr, index: value.index.clone(), bytes, kind }
         })
         .collect();
     buffers.sort_by_key(|p| (std::cmp::Reverse(p.bytes), p.buffer));
     Peak { time: t, instruction: schedule.order.get(best_time).copied(), buffers }
 }
-

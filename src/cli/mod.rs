@@ -1,8 +1,9 @@
 //! The command line. Only this module sees the terminal, environment
 //! variables and exit codes; the library never prints.
 //!
-//! Exit codes: 0 ok; 1 a budget or threshold was exceeded (later releases);
-//! 2 usage or input error (unreadable file, parse error).
+//! Exit codes: 0 ok; 1 a check failed (`--verify` found a disagreement with
+//! XLA; budgets in later releases); 2 usage or input error (unreadable file,
+//! parse error).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -31,17 +32,23 @@ enum ColorChoice {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Summarize HLO modules: size, entry parameters and outputs.
+    /// Summarize HLO modules: memory XLA will need, the live peak, parameters and outputs.
     Analyze {
         /// HLO text files (`*after_optimizations.txt` from XLA_FLAGS=--xla_dump_to=DIR).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+        /// Also read XLA's own reports beside each HLO file (`-buffer-assignment.txt`,
+        /// `-buffer-assignment-values.txt`, `-live-range.txt`) and list every number
+        /// where hlomem and XLA disagree; exit 1 if any does.
+        #[arg(long)]
+        verify: bool,
     },
 }
 
 pub const EXIT_OK: u8 = 0;
+pub const EXIT_OVER_THRESHOLD: u8 = 1;
 pub const EXIT_INPUT_ERROR: u8 = 2;
 
 pub fn run() -> ExitCode {
@@ -60,8 +67,8 @@ pub fn run() -> ExitCode {
     let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
     let stderr_color = use_color(cli.color, std::io::stderr().is_terminal());
     match cli.command {
-        Command::Analyze { paths, format } => {
-            let report = hlomem::analyze_paths(&paths);
+        Command::Analyze { paths, format, verify } => {
+            let report = hlomem::analyze_paths(&paths, hlomem::AnalyzeOptions { verify });
             let mut stderr = std::io::stderr().lock();
             for error in &report.errors {
                 let _ = writeln!(stderr, "{}", error.error.render(stderr_color));
@@ -82,7 +89,17 @@ pub fn run() -> ExitCode {
                     }
                 }
             }
-            ExitCode::from(if failed { EXIT_INPUT_ERROR } else { EXIT_OK })
+            let disagrees = report
+                .modules
+                .iter()
+                .any(|m| m.verification.as_ref().is_some_and(|v| !v.agrees()));
+            ExitCode::from(if failed {
+                EXIT_INPUT_ERROR
+            } else if disagrees {
+                EXIT_OVER_THRESHOLD
+            } else {
+                EXIT_OK
+            })
         }
     }
 }

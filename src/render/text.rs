@@ -6,6 +6,9 @@ use super::RenderOptions;
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
+/// How many buffers live at the peak the text report lists.
+const PEAK_BUFFERS_SHOWN: usize = 10;
+
 pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     for (i, module) in report.modules.iter().enumerate() {
         if i > 0 {
@@ -25,23 +28,10 @@ fn bold(text: &str, options: RenderOptions) -> String {
 }
 
 fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{} {}",
-        bold("module", options),
-        bold(&m.name, options)
-    )?;
+    writeln!(out, "{} {}", bold("module", options), bold(&m.name, options))?;
     writeln!(out, "  file          {}", m.file)?;
-    let scheduled = if m.scheduled {
-        "scheduled (after optimizations)"
-    } else {
-        "not scheduled"
-    };
-    writeln!(
-        out,
-        "  size          {} computations, {} instructions, {scheduled}",
-        m.computations, m.instructions
-    )?;
+    let scheduled = if m.scheduled { "scheduled (after optimizations)" } else { "not scheduled" };
+    writeln!(out, "  size          {} computations, {} instructions, {scheduled}", m.computations, m.instructions)?;
     if m.num_partitions > 1 || m.replica_count > 1 {
         writeln!(
             out,
@@ -50,25 +40,64 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         )?;
     }
     if !m.unknown_opcodes.is_empty() {
-        let list: Vec<String> = m
-            .unknown_opcodes
-            .iter()
-            .map(|(op, n)| format!("{op} ({n})"))
-            .collect();
+        let list: Vec<String> = m.unknown_opcodes.iter().map(|(op, n)| format!("{op} ({n})")).collect();
+        writeln!(out, "  unknown ops   {} (parsed generically)", list.join(", "))?;
+    }
+
+    let mem = &m.memory;
+    writeln!(out)?;
+    writeln!(out, "  {}", bold("memory (XLA's buffer assignment)", options))?;
+    let rows = [
+        ["total".to_string(), human_bytes(mem.total_bytes), "everything the module needs at once: XLA's \"Total bytes used\"".into()],
+        ["arguments".into(), human_bytes(mem.argument_bytes), "entry parameters, held by the caller for the whole run".into()],
+        ["outputs".into(), human_bytes(mem.output_bytes), "buffers that may be returned (maybe-live-out)".into()],
+        ["aliased".into(), human_bytes(mem.alias_bytes), "donated parameters reused as outputs (counted in both above)".into()],
+        ["temp".into(), human_bytes(mem.temp_bytes), "one scratch block for intermediates, packed by the heap simulator".into()],
+        ["live peak".into(), human_bytes(mem.live_peak_bytes), "most bytes live at one moment, each buffer once".into()],
+    ];
+    write_table(out, &rows)?;
+
+    if !m.peak.buffers.is_empty() {
+        writeln!(out)?;
+        let at = m.peak.instruction.as_deref().map(|i| format!(", at {i}")).unwrap_or_default();
         writeln!(
             out,
-            "  unknown ops   {} (parsed generically)",
-            list.join(", ")
+            "  {} (schedule position {}{at}): {} buffers",
+            bold("live at the peak", options),
+            m.peak.time,
+            m.peak.buffers.len()
         )?;
+        let rows: Vec<[String; 5]> = m
+            .peak
+            .buffers
+            .iter()
+            .take(PEAK_BUFFERS_SHOWN)
+            .map(|b| {
+                let index = if b.index.is_empty() {
+                    String::new()
+                } else {
+                    let parts: Vec<String> = b.index.iter().map(u64::to_string).collect();
+                    format!("{{{}}}", parts.join(","))
+                };
+                let what = match (&b.op_name, &b.source) {
+                    (Some(op), Some(src)) => format!("{op} at {src}"),
+                    (Some(op), None) => op.clone(),
+                    (None, Some(src)) => src.clone(),
+                    (None, None) => String::new(),
+                };
+                [human_bytes(b.bytes), b.kind.as_str().to_string(), b.shape.to_string(), format!("{}{index}", b.name), what]
+            })
+            .collect();
+        write_table(out, &rows)?;
+        let hidden = m.peak.buffers.len().saturating_sub(PEAK_BUFFERS_SHOWN);
+        if hidden > 0 {
+            let bytes: u64 = m.peak.buffers.iter().skip(PEAK_BUFFERS_SHOWN).map(|b| b.bytes).sum();
+            writeln!(out, "     ... and {hidden} smaller buffers ({})", human_bytes(bytes))?;
+        }
     }
 
     writeln!(out)?;
-    writeln!(
-        out,
-        "  parameters: {} in {}",
-        m.parameters.len(),
-        human_bytes(m.parameter_bytes)
-    )?;
+    writeln!(out, "  parameters: {} in {}", m.parameters.len(), human_bytes(m.parameter_bytes))?;
     let rows: Vec<[String; 5]> = m
         .parameters
         .iter()
@@ -85,13 +114,8 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     write_table(out, &rows)?;
 
     writeln!(out)?;
-    writeln!(
-        out,
-        "  outputs: {} in {}",
-        m.outputs.len(),
-        human_bytes(m.output_bytes)
-    )?;
-    let rows: Vec<[String; 5]> = m
+    writeln!(out, "  outputs: {} in {}", m.outputs.len(), human_bytes(m.output_bytes))?;
+    let rows: Vec<[String; 4]> = m
         .outputs
         .iter()
         .map(|o| {
@@ -101,16 +125,34 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 .as_ref()
                 .map(|a| format!("in parameter #{}'s buffer (donated)", a.number))
                 .unwrap_or_default();
-            [
-                format!("{{{}}}", index.join(",")),
-                o.shape.to_string(),
-                human_bytes(o.bytes),
-                alias,
-                String::new(),
-            ]
+            [format!("{{{}}}", index.join(",")), o.shape.to_string(), human_bytes(o.bytes), alias]
         })
         .collect();
-    write_table(out, &rows)
+    write_table(out, &rows)?;
+
+    if let Some(v) = &m.verification {
+        writeln!(out)?;
+        if v.checked == 0 {
+            writeln!(out, "  {}: nothing to compare ({})", bold("verify", options), v.notes.join("; "))?;
+        } else if v.agrees() {
+            writeln!(out, "  {}: all {} numbers agree with XLA's own reports", bold("verify", options), v.checked)?;
+        } else {
+            writeln!(
+                out,
+                "  {}: {} of {} numbers disagree with XLA's own reports",
+                bold("verify", options),
+                v.disagreements.len(),
+                v.checked
+            )?;
+            for d in &v.disagreements {
+                writeln!(out, "    {}: hlomem {}, XLA {}", d.what, d.hlomem, d.xla)?;
+            }
+        }
+        for note in v.notes.iter().filter(|_| v.checked > 0) {
+            writeln!(out, "    note: {note}")?;
+        }
+    }
+    Ok(())
 }
 
 /// Left-aligned columns, two spaces apart, trailing blanks trimmed.

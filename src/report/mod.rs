@@ -51,6 +51,9 @@ pub struct ModuleReport {
     pub memory: MemoryReport,
     /// The moment the most bytes are live, and the buffers live then.
     pub peak: PeakReport,
+    /// With `--verify`: where hlomem and XLA's own reports disagree.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verification: Option<crate::analysis::verify::Verification>,
     /// Opcodes this version of hlomem does not know, with their counts.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_opcodes: BTreeMap<String, usize>,
@@ -210,6 +213,7 @@ impl ModuleReport {
                     })
                     .collect(),
             },
+            verification: None,
             unknown_opcodes,
         }
     }

@@ -6,7 +6,7 @@ use hlomem::render::{self, Format, RenderOptions};
 use crate::support::{sample_modules, sample_truth, snapshot_settings};
 
 fn render_to_string(paths: &[std::path::PathBuf], format: Format) -> String {
-    let report = hlomem::analyze_paths(paths);
+    let report = hlomem::analyze_paths(paths, hlomem::AnalyzeOptions::default());
     assert!(report.errors.is_empty(), "{:?}", report.errors);
     let mut out = Vec::new();
     render::render(&report, format, RenderOptions::default(), &mut out).unwrap();

@@ -1,0 +1,288 @@
+//! XLA's own memory reports, read so that `analyze --verify` can say where
+//! hlomem and XLA disagree. Nothing hlomem reports is copied from them.
+
+use std::path::{Path, PathBuf};
+
+use pest::Parser;
+
+use crate::error::Error;
+use crate::source::SourceFile;
+
+#[derive(pest_derive::Parser)]
+#[grammar = "grammar/report.pest"]
+struct ReportParser;
+
+/// What XLA wrote about one module's memory.
+#[derive(Debug, Default)]
+pub struct XlaReports {
+    /// The files found, for messages.
+    pub files: Vec<PathBuf>,
+    /// "Total bytes used" (`-buffer-assignment-values.txt`, or older `-buffer-assignment.txt`).
+    pub total_bytes_used: Option<u64>,
+    pub allocations: Vec<XlaAllocation>,
+    pub live_ranges: Option<XlaLiveRanges>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct XlaAllocation {
+    pub index: u64,
+    pub size: u64,
+    pub parameter: Option<u64>,
+    pub maybe_live_out: bool,
+    pub constant: bool,
+    pub thread_local: bool,
+    pub preallocated_temp: bool,
+    pub values: Vec<XlaValue>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct XlaValue {
+    pub id: u64,
+    pub name: String,
+    pub index: Vec<u64>,
+    pub is_phi: bool,
+    pub size: u64,
+    pub offset: u64,
+}
+
+#[derive(Debug, Default)]
+pub struct XlaLiveRanges {
+    /// `HloLiveRange (max N)`: the flattened schedule's length.
+    pub max_time: u64,
+    pub sequence: Vec<String>,
+    /// `(name, index, start, end)`, inclusive.
+    pub ranges: Vec<(String, Vec<u64>, u64, u64)>,
+    pub peak_time: Option<u64>,
+    /// `(name, index, bytes)` listed at the peak.
+    pub peak_values: Vec<(String, Vec<u64>, u64)>,
+}
+
+impl XlaAllocation {
+    /// Whether `memory_analysis()` counts it as an argument.
+    pub fn is_parameter(&self) -> bool {
+        self.parameter.is_some()
+    }
+}
+
+/// The report files XLA writes beside `hlo` (same name, `-<kind>.txt`).
+fn sibling(hlo: &Path, kind: &str) -> Option<PathBuf> {
+    let name = hlo.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".txt")?;
+    let path = hlo.with_file_name(format!("{stem}-{kind}.txt"));
+    path.is_file().then_some(path)
+}
+
+impl XlaReports {
+    /// Reads the reports beside an after-optimizations HLO file; `None` if there are none.
+    pub fn load(hlo: &Path) -> Result<Option<XlaReports>, Error> {
+        let mut reports = XlaReports::default();
+        if let Some(path) = sibling(hlo, "buffer-assignment") {
+            let file = SourceFile::read(&path)?;
+            reports.read_buffer_assignment(&file)?;
+            reports.files.push(path);
+        }
+        if let Some(path) = sibling(hlo, "buffer-assignment-values") {
+            let file = SourceFile::read(&path)?;
+            for (offset, line) in lines(&file.text) {
+                if line.starts_with("Total bytes used:") {
+                    let pair = parse(&file, Rule::total_bytes_used, offset, line)?;
+                    reports.total_bytes_used = first_int(pair);
+                    break;
+                }
+            }
+            reports.files.push(path);
+        }
+        if let Some(path) = sibling(hlo, "live-range") {
+            let file = SourceFile::read(&path)?;
+            reports.live_ranges = Some(read_live_ranges(&file)?);
+            reports.files.push(path);
+        }
+        Ok((!reports.files.is_empty()).then_some(reports))
+    }
+
+    fn read_buffer_assignment(&mut self, file: &SourceFile) -> Result<(), Error> {
+        for (offset, line) in lines(&file.text) {
+            if line.starts_with("allocation ") {
+                let pair = parse(file, Rule::allocation_header, offset, line)?;
+                self.allocations.push(lower_allocation(pair));
+            } else if line.trim_start().starts_with("value: <") {
+                let pair = parse(file, Rule::value_line, offset, line)?;
+                if let Some(allocation) = self.allocations.last_mut() {
+                    allocation.values.push(lower_value(pair));
+                }
+            } else if line.starts_with("Total bytes used:") && self.total_bytes_used.is_none() {
+                // Before 2026-04 the values and the total were in this file too.
+                let pair = parse(file, Rule::total_bytes_used, offset, line)?;
+                self.total_bytes_used = first_int(pair);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut offset = 0;
+    text.split('\n').map(move |line| {
+        let start = offset;
+        offset += line.len() + 1;
+        (start, line.strip_suffix('\r').unwrap_or(line))
+    })
+}
+
+fn parse<'a>(file: &SourceFile, rule: Rule, offset: usize, line: &'a str) -> Result<pest::iterators::Pair<'a, Rule>, Error> {
+    match ReportParser::parse(rule, line) {
+        Ok(mut pairs) => Ok(pairs.next().expect("a successful parse yields its rule's pair")),
+        Err(e) => {
+            let at = match e.location {
+                pest::error::InputLocation::Pos(p) => p,
+                pest::error::InputLocation::Span((s, _)) => s,
+            };
+            Err(Error::at(
+                file,
+                offset + at..offset + at + 1,
+                format!("unexpected text in an XLA report ({})", describe(rule)),
+                "not in the format hlomem knows",
+            )
+            .with_note("a newer XLA may have changed this report; the HLO analysis itself does not depend on it"))
+        }
+    }
+}
+
+fn describe(rule: Rule) -> &'static str {
+    match rule {
+        Rule::allocation_header => "an `allocation N: size S, ...:` line",
+        Rule::value_line => "a `value: <id name @color> (size=S,offset=O): shape` line",
+        Rule::total_bytes_used | Rule::memory_space_total => "a `Total bytes used: N` line",
+        Rule::live_range_header => "the `HloLiveRange (max N):` header",
+        Rule::sequence_line => "an `N:name` line",
+        Rule::range_line => "a `name{index}:start-end` line",
+        Rule::peak_header => "a `Live ranges at T (peak):` line",
+        Rule::peak_line => "a `name{index}: N bytes` line",
+        _ => "a report line",
+    }
+}
+
+fn int(pair: &pest::iterators::Pair<Rule>) -> u64 {
+    pair.as_str().parse().unwrap_or(u64::MAX)
+}
+
+fn first_int(pair: pest::iterators::Pair<Rule>) -> Option<u64> {
+    pair.into_inner().find(|p| p.as_rule() == Rule::int).map(|p| int(&p))
+}
+
+fn shape_index(pair: pest::iterators::Pair<Rule>) -> Vec<u64> {
+    pair.into_inner().map(|p| int(&p)).collect()
+}
+
+fn lower_allocation(pair: pest::iterators::Pair<Rule>) -> XlaAllocation {
+    let mut allocation = XlaAllocation::default();
+    let mut ints = 0;
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::int => {
+                match ints {
+                    0 => allocation.index = int(&p),
+                    _ => allocation.size = int(&p),
+                }
+                ints += 1;
+            }
+            Rule::parameter_flag => allocation.parameter = first_int(p),
+            Rule::simple_flag => match p.as_str() {
+                "maybe-live-out" => allocation.maybe_live_out = true,
+                "constant" => allocation.constant = true,
+                "thread-local" => allocation.thread_local = true,
+                "preallocated-temp" => allocation.preallocated_temp = true,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    allocation
+}
+
+fn lower_value(pair: pest::iterators::Pair<Rule>) -> XlaValue {
+    let mut value = XlaValue { id: 0, name: String::new(), index: Vec::new(), is_phi: false, size: 0, offset: 0 };
+    // The ints are, in order: id, [color], size, offset.
+    let mut ints = Vec::new();
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::int => ints.push(int(&p)),
+            Rule::value_name => value.name = p.as_str().to_string(),
+            Rule::shape_index => value.index = shape_index(p),
+            Rule::phi => value.is_phi = true,
+            _ => {}
+        }
+    }
+    if let (Some(&id), Some(&size), Some(&offset)) = (ints.first(), ints.get(ints.len().wrapping_sub(2)), ints.last()) {
+        value.id = id;
+        value.size = size;
+        value.offset = offset;
+    }
+    value
+}
+
+fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
+    #[derive(PartialEq)]
+    enum Section {
+        None,
+        Sequence,
+        Ranges,
+        Peak,
+        Done,
+    }
+    let mut out = XlaLiveRanges::default();
+    let mut section = Section::None;
+    for (offset, line) in lines(&file.text) {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() {
+            continue;
+        }
+        if line.starts_with("HloLiveRange") {
+            out.max_time = first_int(parse(file, Rule::live_range_header, offset, line)?).unwrap_or(0);
+            continue;
+        }
+        match trimmed {
+            "InstructionSequence:" => section = Section::Sequence,
+            "BufferLiveRange:" => section = Section::Ranges,
+            _ if trimmed.starts_with("Live ranges at ") => {
+                out.peak_time = first_int(parse(file, Rule::peak_header, offset, line)?);
+                section = Section::Peak;
+            }
+            _ if trimmed.starts_with("Stack trace breakdown") || trimmed.starts_with("Peak memory could not") => {
+                section = Section::Done
+            }
+            _ => match section {
+                Section::Sequence => {
+                    let pair = parse(file, Rule::sequence_line, offset, line)?;
+                    if let Some(name) = pair.into_inner().find(|p| p.as_rule() == Rule::value_name) {
+                        out.sequence.push(name.as_str().to_string());
+                    }
+                }
+                Section::Ranges => {
+                    let mut parts = parse(file, Rule::range_line, offset, line)?.into_inner();
+                    let (Some(name), Some(index), Some(start), Some(end)) =
+                        (parts.next(), parts.next(), parts.next(), parts.next())
+                    else {
+                        continue;
+                    };
+                    out.ranges.push((name.as_str().to_string(), shape_index(index), int(&start), int(&end)));
+                }
+                Section::Peak => {
+                    let pair = parse(file, Rule::peak_line, offset, line)?;
+                    let (mut name, mut index, mut bytes) = (String::new(), Vec::new(), 0);
+                    for p in pair.into_inner() {
+                        match p.as_rule() {
+                            Rule::value_name => name = p.as_str().to_string(),
+                            Rule::shape_index => index = shape_index(p),
+                            Rule::int => bytes = int(&p),
+                            _ => {}
+                        }
+                    }
+                    out.peak_values.push((name, index, bytes));
+                }
+                Section::None | Section::Done => {}
+            },
+        }
+    }
+    Ok(out)
+}
