@@ -213,3 +213,6 @@ fn live_peak(
     buffers.sort_by_key(|p| (std::cmp::Reverse(p.bytes), p.buffer));
     Peak { time: t, instruction: schedule.order.get(best_time).copied(), buffers }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,200 @@
+//! One small hand-written module per XLA rule the accounting relies on.
+//! Each test names the rule (and the notes' section) it checks.
+
+use super::dataflow::ValueId;
+use super::*;
+use crate::hlo::Module;
+
+fn parse(text: &str) -> Module {
+    crate::parse_text("test_cpu_after_optimizations.txt", text).unwrap_or_else(|e| panic!("{}", e.render(false)))
+}
+
+fn value_of(module: &Module, model: &MemoryModel, name: &str, node: usize) -> ValueId {
+    let id = module.instructions.iter().position(|i| i.name == name).expect(name);
+    model.dataflow.value_of[id][node]
+}
+
+fn same_buffer(module: &Module, model: &MemoryModel, a: &str, b: &str) -> bool {
+    let (va, vb) = (value_of(module, model, a, 0), value_of(module, model, b, 0));
+    model.dataflow.values[va.index()].buffer == model.dataflow.values[vb.index()].buffer
+}
+
+fn range(module: &Module, model: &MemoryModel, name: &str) -> (u32, u32) {
+    let r = model.ranges[value_of(module, model, name, 0).index()].expect("scheduled");
+    (r.start, r.end)
+}
+
+/// Notes §4.9, the worked example: parameter 1024, output 4, temp 4096
+/// (a, b and c live together; c cannot reuse a's or b's chunk because the
+/// shapes differ), total 5124.
+#[test]
+fn worked_example_of_the_notes() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\nENTRY %main (p0: f32[256]) -> f32[1] {\n  \
+         %p0 = f32[256]{0} parameter(0)\n  %a = f32[256]{0} exponential(%p0)\n  %b = f32[256]{0} negate(%a)\n  \
+         %c = f32[512]{0} concatenate(%a, %b), dimensions={0}\n  ROOT %r = f32[1]{0} slice(%c), slice={[0:1]}\n}\n",
+    );
+    let model = analyze(&m);
+    assert_eq!(range(&m, &model, "p0"), (0, 5), "entry parameters live to the end");
+    assert_eq!(range(&m, &model, "a"), (1, 3));
+    assert_eq!(range(&m, &model, "r"), (4, 5), "roots live to the end of their computation");
+    let t = model.totals;
+    assert_eq!((t.argument_bytes, t.output_bytes, t.temp_bytes, t.total_bytes), (1024, 4, 4096, 5124));
+}
+
+/// §4.2: bitcast and get-tuple-element define no value; tuple defines only its
+/// index table; copy defines a new value.
+#[test]
+fn pass_through_ops_define_no_values() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[4]) -> (f32[4], f32[2,2], f32[4]) {\n  \
+         %p = f32[4]{0} parameter(0)\n  %n = f32[4]{0} negate(%p)\n  %bc = f32[2,2]{1,0} bitcast(%n)\n  \
+         %cp = f32[4]{0} copy(%n)\n  ROOT %t = (f32[4]{0}, f32[2,2]{1,0}, f32[4]{0}) tuple(%n, %bc, %cp)\n}\n",
+    );
+    let model = analyze(&m);
+    assert_eq!(value_of(&m, &model, "bc", 0), value_of(&m, &model, "n", 0));
+    assert_eq!(value_of(&m, &model, "t", 1), value_of(&m, &model, "n", 0));
+    assert_ne!(value_of(&m, &model, "cp", 0), value_of(&m, &model, "n", 0));
+    let table = value_of(&m, &model, "t", 0);
+    assert_eq!(model.dataflow.values[table.index()].size, 24, "3 pointers of 8 bytes");
+}
+
+/// §4.3 rule 4: dynamic-update-slice writes into operand 0's buffer.
+#[test]
+fn dynamic_update_slice_is_in_place() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[8], u: f32[2], i: s32[]) -> f32[8] {\n  \
+         %p = f32[8]{0} parameter(0)\n  %u = f32[2]{0} parameter(1)\n  %i = s32[] parameter(2)\n  \
+         %n = f32[8]{0} negate(%p)\n  ROOT %d = f32[8]{0} dynamic-update-slice(%n, %u, %i)\n}\n",
+    );
+    let model = analyze(&m);
+    assert!(same_buffer(&m, &model, "n", "d"));
+}
+
+/// §4.3 rule 4: a fusion whose root is a dynamic-update-slice of a fused
+/// parameter writes into that operand's buffer.
+#[test]
+fn in_place_fusion_shares_its_operand() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\n%f (a: f32[8], b: f32[2], c: s32[]) -> f32[8] {\n  \
+         %a = f32[8]{0} parameter(0)\n  %b = f32[2]{0} parameter(1)\n  %c = s32[] parameter(2)\n  \
+         ROOT %d = f32[8]{0} dynamic-update-slice(%a, %b, %c)\n}\n\n\
+         ENTRY %e (p: f32[8], u: f32[2], i: s32[]) -> f32[8] {\n  \
+         %p = f32[8]{0} parameter(0)\n  %u = f32[2]{0} parameter(1)\n  %i = s32[] parameter(2)\n  \
+         %n = f32[8]{0} negate(%p)\n  ROOT %fu = f32[8]{0} fusion(%n, %u, %i), kind=kLoop, calls=%f\n}\n",
+    );
+    let model = analyze(&m);
+    assert!(same_buffer(&m, &model, "n", "fu"));
+}
+
+/// §4.3 rule 4: custom-call `output_to_operand_aliasing` pairs share a buffer.
+#[test]
+fn custom_call_output_to_operand_aliasing() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n  \
+         %n = f32[8]{0} negate(%p)\n  \
+         ROOT %cc = f32[8]{0} custom-call(%n), custom_call_target=\"t\", output_to_operand_aliasing={{}: (0, {})}\n}\n",
+    );
+    let model = analyze(&m);
+    assert!(same_buffer(&m, &model, "n", "cc"));
+}
+
+/// §4.3 rule 1 and §4.4: a donated parameter shares its buffer with the output
+/// and dies at its last use; the allocation is both argument and output.
+#[test]
+fn input_output_alias_merges_parameter_and_output() {
+    let m = parse(
+        "HloModule m, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }\n\n\
+         ENTRY %e (a: f32[1024], b: f32[1024]) -> f32[1024] {\n  \
+         %a = f32[1024]{0} parameter(0)\n  %b = f32[1024]{0} parameter(1)\n  ROOT %s = f32[1024]{0} add(%a, %b)\n}\n",
+    );
+    let model = analyze(&m);
+    assert!(same_buffer(&m, &model, "a", "s"));
+    assert_eq!(range(&m, &model, "a"), (0, 2), "a donated parameter dies at its last use");
+    assert_eq!(range(&m, &model, "b"), (0, 3), "the other lives to the end");
+    let t = model.totals;
+    assert_eq!((t.argument_bytes, t.output_bytes, t.alias_bytes, t.total_bytes), (8192, 4096, 4096, 8192));
+}
+
+/// §4.3 rule 2: loop state is one buffer per element (init, phis, body root);
+/// an element the body passes through unchanged has no phi (XLA removes it).
+#[test]
+fn while_loop_state_shares_buffers() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\n\
+         %cond (s: (s32[], f32[8], f32[8])) -> pred[] {\n  %s = (s32[], f32[8]{0}, f32[8]{0}) parameter(0)\n  \
+         %i = s32[] get-tuple-element(%s), index=0\n  %k = s32[] constant(3)\n  \
+         ROOT %lt = pred[] compare(%i, %k), direction=LT\n}\n\n\
+         %body (s: (s32[], f32[8], f32[8])) -> (s32[], f32[8], f32[8]) {\n  %s = (s32[], f32[8]{0}, f32[8]{0}) parameter(0)\n  \
+         %i = s32[] get-tuple-element(%s), index=0\n  %x = f32[8]{0} get-tuple-element(%s), index=1\n  \
+         %w = f32[8]{0} get-tuple-element(%s), index=2\n  %one = s32[] constant(1)\n  %i2 = s32[] add(%i, %one)\n  \
+         %x2 = f32[8]{0} multiply(%x, %w)\n  ROOT %t = (s32[], f32[8]{0}, f32[8]{0}) tuple(%i2, %x2, %w)\n}\n\n\
+         ENTRY %e (x0: f32[8], w: f32[8]) -> f32[8] {\n  %x0 = f32[8]{0} parameter(0)\n  %w = f32[8]{0} parameter(1)\n  \
+         %z = s32[] constant(0)\n  %c = f32[8]{0} copy(%x0)\n  %init = (s32[], f32[8]{0}, f32[8]{0}) tuple(%z, %c, %w)\n  \
+         %loop = (s32[], f32[8]{0}, f32[8]{0}) while(%init), condition=%cond, body=%body\n  \
+         ROOT %out = f32[8]{0} get-tuple-element(%loop), index=1\n}\n",
+    );
+    let model = analyze(&m);
+    assert!(same_buffer(&m, &model, "c", "x2"), "init and body result share the loop buffer");
+    let loop_x = value_of(&m, &model, "loop", 2);
+    assert!(model.dataflow.values[loop_x.index()].is_phi);
+    assert_eq!(value_of(&m, &model, "loop", 3), value_of(&m, &model, "w", 0), "invariant element: no phi");
+    assert_eq!(range(&m, &model, "w").1, model.schedule.len(), "so the read-only parameter keeps its range");
+}
+
+/// §4.4: a while's condition and body are laid out before the while itself.
+#[test]
+fn schedule_flattens_condition_then_body_before_the_loop() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\n%cond (s: s32[]) -> pred[] {\n  %s = s32[] parameter(0)\n  \
+         ROOT %lt = pred[] compare(%s, %s), direction=LT\n}\n\n%body (s: s32[]) -> s32[] {\n  \
+         %s = s32[] parameter(0)\n  ROOT %n = s32[] negate(%s)\n}\n\n\
+         ENTRY %e (p: s32[]) -> s32[] {\n  %p = s32[] parameter(0)\n  %c = s32[] copy(%p)\n  \
+         ROOT %w = s32[] while(%c), condition=%cond, body=%body\n}\n",
+    );
+    let model = analyze(&m);
+    let names: Vec<&str> = model.schedule.order.iter().map(|&i| m.instr(i).name.as_str()).collect();
+    assert_eq!(names, ["p", "c", "s", "lt", "s", "n", "w"]);
+}
+
+/// §4.5 and §5.7: an elementwise op may take over an operand's chunk when the
+/// operand dies there, so a chain of same-shape elementwise temps needs one chunk.
+#[test]
+fn elementwise_chain_reuses_the_dying_operand() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[256]) -> f32[1] {\n  %p = f32[256]{0} parameter(0)\n  \
+         %a = f32[256]{0} exponential(%p)\n  %b = f32[256]{0} negate(%a)\n  %c = f32[256]{0} tanh(%b)\n  \
+         ROOT %r = f32[1]{0} slice(%c), slice={[0:1]}\n}\n",
+    );
+    let model = analyze(&m);
+    assert_eq!(model.totals.temp_bytes, 1024, "a, b and c share one chunk");
+}
+
+/// §5.7: shapes that differ, or a non-elementwise user, prevent reuse.
+#[test]
+fn transpose_cannot_reuse_its_operand() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[16,16]) -> f32[1,1] {\n  %p = f32[16,16]{1,0} parameter(0)\n  \
+         %a = f32[16,16]{1,0} exponential(%p)\n  %t = f32[16,16]{1,0} transpose(%a), dimensions={1,0}\n  \
+         ROOT %r = f32[1,1]{1,0} slice(%t), slice={[0:1], [0:1]}\n}\n",
+    );
+    let model = analyze(&m);
+    assert_eq!(model.totals.temp_bytes, 2048, "a and t need a chunk each");
+}
+
+/// §4.1: a reducer's buffers get thread-local allocations, counted in the total only.
+#[test]
+fn reducer_buffers_are_thread_local() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\n%sum (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n  \
+         %y = f32[] parameter(1)\n  ROOT %s = f32[] add(%x, %y)\n}\n\n\
+         ENTRY %e (p: f32[8]) -> f32[] {\n  %p = f32[8]{0} parameter(0)\n  %z = f32[] constant(0)\n  \
+         ROOT %r = f32[] reduce(%p, %z), dimensions={0}, to_apply=%sum\n}\n",
+    );
+    let model = analyze(&m);
+    let kinds: Vec<_> = model.assignment.allocations.iter().map(|a| a.kind).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == assign::AllocationKind::ThreadLocal).count(), 3);
+    let t = model.totals;
+    assert_eq!((t.argument_bytes, t.output_bytes, t.temp_bytes), (32, 4, 0));
+    assert_eq!(t.total_bytes, 32 + 4 + 4 + 12, "parameter, output, constant, three reducer scalars");
+}
