@@ -42,7 +42,7 @@ fn sample_reports_match_snapshots() {
 }
 
 #[test]
-fn sample_argument_and_output_bytes_equal_xla_memory_analysis() {
+fn sample_memory_accounting_equals_xla() {
     for path in sample_modules() {
         let case = case_of(&path);
         let truth = sample_truth(&case);
@@ -106,4 +106,16 @@ fn sources_resolve_through_stack_frames() {
     let script = std::fs::read_to_string("samples/gen_samples.py").unwrap();
     let line = script.lines().nth(location.line as usize - 1).unwrap();
     assert!(line.contains("a + b"), "line {}: {line}", location.line);
+}
+
+#[test]
+fn samples_verify_against_xla_reports() {
+    for path in sample_modules() {
+        let module = hlomem::load_module(&path).unwrap();
+        let model = hlomem::analysis::analyze(&module);
+        let xla = hlomem::xla_report::XlaReports::load(&path).unwrap().expect("samples keep XLA's reports");
+        let verification = hlomem::analysis::verify::verify(&module, &model, &xla);
+        assert!(verification.checked > 10, "{}", path.display());
+        assert!(verification.agrees(), "{}: {:?}", path.display(), verification.disagreements);
+    }
 }
