@@ -79,14 +79,19 @@ pub fn analyze_paths(paths: &[PathBuf], options: AnalyzeOptions) -> Report {
             if options.verify {
                 summary.verification = Some(match xla_report::XlaReports::load(path) {
                     Ok(Some(xla)) => analysis::verify::verify(&module, &model, &xla),
-                    Ok(None) => analysis::verify::Verification::unavailable("no XLA report files beside the HLO file"),
+                    Ok(None) => analysis::verify::Verification::unavailable(
+                        "no XLA report files beside the HLO file",
+                    ),
                     Err(e) => analysis::verify::Verification::unavailable(&e.to_string()),
                 });
             }
             Ok(summary)
         })
         .collect();
-    let mut report = Report { modules: Vec::new(), errors: Vec::new() };
+    let mut report = Report {
+        modules: Vec::new(),
+        errors: Vec::new(),
+    };
     for result in results {
         match result {
             Ok(module) => report.modules.push(module),

@@ -129,9 +129,16 @@ fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
     })
 }
 
-fn parse<'a>(file: &SourceFile, rule: Rule, offset: usize, line: &'a str) -> Result<pest::iterators::Pair<'a, Rule>, Error> {
+fn parse<'a>(
+    file: &SourceFile,
+    rule: Rule,
+    offset: usize,
+    line: &'a str,
+) -> Result<pest::iterators::Pair<'a, Rule>, Error> {
     match ReportParser::parse(rule, line) {
-        Ok(mut pairs) => Ok(pairs.next().expect("a successful parse yields its rule's pair")),
+        Ok(mut pairs) => Ok(pairs
+            .next()
+            .expect("a successful parse yields its rule's pair")),
         Err(e) => {
             let at = match e.location {
                 pest::error::InputLocation::Pos(p) => p,
@@ -167,7 +174,9 @@ fn int(pair: &pest::iterators::Pair<Rule>) -> u64 {
 }
 
 fn first_int(pair: pest::iterators::Pair<Rule>) -> Option<u64> {
-    pair.into_inner().find(|p| p.as_rule() == Rule::int).map(|p| int(&p))
+    pair.into_inner()
+        .find(|p| p.as_rule() == Rule::int)
+        .map(|p| int(&p))
 }
 
 fn shape_index(pair: pest::iterators::Pair<Rule>) -> Vec<u64> {
@@ -201,7 +210,14 @@ fn lower_allocation(pair: pest::iterators::Pair<Rule>) -> XlaAllocation {
 }
 
 fn lower_value(pair: pest::iterators::Pair<Rule>) -> XlaValue {
-    let mut value = XlaValue { id: 0, name: String::new(), index: Vec::new(), is_phi: false, size: 0, offset: 0 };
+    let mut value = XlaValue {
+        id: 0,
+        name: String::new(),
+        index: Vec::new(),
+        is_phi: false,
+        size: 0,
+        offset: 0,
+    };
     // The ints are, in order: id, [color], size, offset.
     let mut ints = Vec::new();
     for p in pair.into_inner() {
@@ -213,7 +229,11 @@ fn lower_value(pair: pest::iterators::Pair<Rule>) -> XlaValue {
             _ => {}
         }
     }
-    if let (Some(&id), Some(&size), Some(&offset)) = (ints.first(), ints.get(ints.len().wrapping_sub(2)), ints.last()) {
+    if let (Some(&id), Some(&size), Some(&offset)) = (
+        ints.first(),
+        ints.get(ints.len().wrapping_sub(2)),
+        ints.last(),
+    ) {
         value.id = id;
         value.size = size;
         value.offset = offset;
@@ -238,7 +258,8 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
             continue;
         }
         if line.starts_with("HloLiveRange") {
-            out.max_time = first_int(parse(file, Rule::live_range_header, offset, line)?).unwrap_or(0);
+            out.max_time =
+                first_int(parse(file, Rule::live_range_header, offset, line)?).unwrap_or(0);
             continue;
         }
         match trimmed {
@@ -248,13 +269,16 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                 out.peak_time = first_int(parse(file, Rule::peak_header, offset, line)?);
                 section = Section::Peak;
             }
-            _ if trimmed.starts_with("Stack trace breakdown") || trimmed.starts_with("Peak memory could not") => {
+            _ if trimmed.starts_with("Stack trace breakdown")
+                || trimmed.starts_with("Peak memory could not") =>
+            {
                 section = Section::Done
             }
             _ => match section {
                 Section::Sequence => {
                     let pair = parse(file, Rule::sequence_line, offset, line)?;
-                    if let Some(name) = pair.into_inner().find(|p| p.as_rule() == Rule::value_name) {
+                    if let Some(name) = pair.into_inner().find(|p| p.as_rule() == Rule::value_name)
+                    {
                         out.sequence.push(name.as_str().to_string());
                     }
                 }
@@ -265,7 +289,12 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                     else {
                         continue;
                     };
-                    out.ranges.push((name.as_str().to_string(), shape_index(index), int(&start), int(&end)));
+                    out.ranges.push((
+                        name.as_str().to_string(),
+                        shape_index(index),
+                        int(&start),
+                        int(&end),
+                    ));
                 }
                 Section::Peak => {
                     let pair = parse(file, Rule::peak_line, offset, line)?;

@@ -8,16 +8,19 @@
 //! the temporary tuple tables are appended.
 
 use super::dataflow::{BufferId, Dataflow, ValueId};
+use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
 use super::liveness::LiveRange;
-use super::schedule::{CallGraph, CompKind};
 use super::sharing;
 use crate::hlo::{Module, Opcode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocationKind {
     /// An entry parameter (`number`), possibly donated (aliased with an output).
-    Parameter { number: u64, aliased: bool },
+    Parameter {
+        number: u64,
+        aliased: bool,
+    },
     Constant,
     /// A reducer's or comparator's scratch.
     ThreadLocal,
@@ -55,7 +58,7 @@ pub const CPU_ALIGNMENT: u64 = 64;
 
 pub fn assign(
     module: &Module,
-    calls: &CallGraph,
+    graph: &ModuleGraph,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
     alignment: u64,
@@ -65,10 +68,16 @@ pub fn assign(
         .buffers
         .iter()
         .map(|b| {
-            b.values.iter().any(|v| dataflow.values[v.index()].positions.iter().any(|(i, _)| *i == entry_root))
+            b.values.iter().any(|v| {
+                dataflow.values[v.index()]
+                    .positions
+                    .iter()
+                    .any(|(i, _)| *i == entry_root)
+            })
         })
         .collect();
-    let comp_kind = |v: ValueId| calls.kind(module.instr(dataflow.values[v.index()].instr).computation);
+    let comp_kind =
+        |v: ValueId| graph.kind(module.instr(dataflow.values[v.index()].instr).computation);
 
     let mut allocations: Vec<Allocation> = Vec::new();
     let mut allocation_of: Vec<Option<usize>> = vec![None; dataflow.buffers.len()];
@@ -85,7 +94,14 @@ pub fn assign(
             AllocationKind::Output => !is_tuple_table,
             _ => false,
         };
-        allocations.push(Allocation { kind, size, maybe_live_out, buffers: vec![b], temp_tuple, reusable });
+        allocations.push(Allocation {
+            kind,
+            size,
+            maybe_live_out,
+            buffers: vec![b],
+            temp_tuple,
+            reusable,
+        });
         allocation_of[b.index()] = Some(allocations.len() - 1);
     };
 
@@ -101,26 +117,54 @@ pub fn assign(
         .collect();
     order.sort_by_key(|b| {
         let buffer = &dataflow.buffers[b.index()];
-        (std::cmp::Reverse(buffer.size), !live_out[b.index()], buffer.values.iter().min().copied())
+        (
+            std::cmp::Reverse(buffer.size),
+            !live_out[b.index()],
+            buffer.values.iter().min().copied(),
+        )
     });
 
-    let aliased_params: Vec<u64> = module.header.input_output_alias.iter().map(|a| a.parameter).collect();
+    let aliased_params: Vec<u64> = module
+        .header
+        .input_output_alias
+        .iter()
+        .map(|a| a.parameter)
+        .collect();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {
         let buffer = &dataflow.buffers[b.index()];
         let lo = live_out[b.index()];
-        let defs = || buffer.values.iter().map(|v| module.instr(dataflow.values[v.index()].instr));
-        if buffer.values.iter().all(|&v| comp_kind(v) == CompKind::ThreadLocal) {
+        let defs = || {
+            buffer
+                .values
+                .iter()
+                .map(|v| module.instr(dataflow.values[v.index()].instr))
+        };
+        if buffer
+            .values
+            .iter()
+            .all(|&v| comp_kind(v) == CompKind::ThreadLocal)
+        {
             // Reducers' buffers are assigned after the global computations'.
             thread_local.push(b);
             continue;
         }
         if defs().any(|i| i.opcode == Opcode::Constant) {
-            new_allocation(AllocationKind::Constant, buffer.size, lo, b, false, &mut allocation_of, &mut allocations);
+            new_allocation(
+                AllocationKind::Constant,
+                buffer.size,
+                lo,
+                b,
+                false,
+                &mut allocation_of,
+                &mut allocations,
+            );
             continue;
         }
-        if let Some(param) = defs().find(|i| i.opcode == Opcode::Parameter && i.computation == module.entry) {
+        if let Some(param) =
+            defs().find(|i| i.opcode == Opcode::Parameter && i.computation == module.entry)
+        {
             let number = param.parameter_number.unwrap_or(0);
             let aliased = aliased_params.contains(&number);
             new_allocation(
@@ -136,13 +180,33 @@ pub fn assign(
         }
         let is_tuple = buffer.values.iter().any(|v| {
             let value = &dataflow.values[v.index()];
-            module.instr(value.instr).shape.subshape(&value.index).is_some_and(|s| s.is_tuple())
+            module
+                .instr(value.instr)
+                .shape
+                .subshape(&value.index)
+                .is_some_and(|s| s.is_tuple())
         });
         if is_tuple {
-            new_allocation(AllocationKind::Output, buffer.size, lo, b, true, &mut allocation_of, &mut allocations);
+            new_allocation(
+                AllocationKind::Output,
+                buffer.size,
+                lo,
+                b,
+                true,
+                &mut allocation_of,
+                &mut allocations,
+            );
             continue;
         }
-        if let Some(a) = find_reusable(module, dataflow, ranges, &allocations, &allocation_of, b, lo) {
+        if let Some(a) = find_reusable(
+            module,
+            dataflow,
+            ranges,
+            &allocations,
+            &allocation_of,
+            b,
+            lo,
+        ) {
             allocations[a].buffers.push(b);
             allocation_of[b.index()] = Some(a);
             continue;
@@ -151,7 +215,15 @@ pub fn assign(
             delayed.push(b);
             continue;
         }
-        new_allocation(AllocationKind::Output, buffer.size, true, b, false, &mut allocation_of, &mut allocations);
+        new_allocation(
+            AllocationKind::Output,
+            buffer.size,
+            true,
+            b,
+            false,
+            &mut allocation_of,
+            &mut allocations,
+        );
     }
 
     let heap = heap::simulate(module, dataflow, ranges, &delayed, alignment);
@@ -167,7 +239,15 @@ pub fn assign(
     }
     for b in thread_local {
         let size = dataflow.buffers[b.index()].size;
-        new_allocation(AllocationKind::ThreadLocal, size, false, b, false, &mut allocation_of, &mut allocations);
+        new_allocation(
+            AllocationKind::ThreadLocal,
+            size,
+            false,
+            b,
+            false,
+            &mut allocation_of,
+            &mut allocations,
+        );
     }
     combine_temp_allocations(&mut allocations, alignment);
     let mut allocation_of = vec![None; dataflow.buffers.len()];
@@ -176,7 +256,13 @@ pub fn assign(
             allocation_of[b.index()] = Some(i);
         }
     }
-    Assignment { allocations, allocation_of, live_out, heap, heap_buffers: delayed }
+    Assignment {
+        allocations,
+        allocation_of,
+        live_out,
+        heap,
+        heap_buffers: delayed,
+    }
 }
 
 /// Moves the temporary allocations (the heap block and temporary tuple tables)
@@ -216,10 +302,19 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
     for temp in temps {
         match &mut combined {
             None => {
-                combined = Some(Allocation { kind: AllocationKind::Temp, temp_tuple: false, reusable: false, ..temp });
+                combined = Some(Allocation {
+                    kind: AllocationKind::Temp,
+                    temp_tuple: false,
+                    reusable: false,
+                    ..temp
+                });
             }
             Some(c) => {
-                let base = if alignment > 1 { c.size.div_ceil(alignment) * alignment } else { c.size };
+                let base = if alignment > 1 {
+                    c.size.div_ceil(alignment) * alignment
+                } else {
+                    c.size
+                };
                 c.size = base + temp.size;
                 c.buffers.extend(temp.buffers);
             }
@@ -244,34 +339,55 @@ fn find_reusable(
     let buffer = &dataflow.buffers[b.index()];
     let fits = |a: &Allocation| {
         a.reusable
-            && if live_out { a.size == buffer.size } else { buffer.size <= a.size }
-            && !a.buffers.iter().any(|&other| interferes(module, dataflow, ranges, b, other))
+            && if live_out {
+                a.size == buffer.size
+            } else {
+                buffer.size <= a.size
+            }
+            && !a
+                .buffers
+                .iter()
+                .any(|&other| interferes(module, dataflow, ranges, b, other))
     };
     for &v in &buffer.values {
         let value = &dataflow.values[v.index()];
         let user = value.instr;
         for &operand in &module.instr(user).operands {
             for (node, &ov) in dataflow.value_of[operand.index()].iter().enumerate() {
-                let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] else { continue };
+                let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] else {
+                    continue;
+                };
                 let index = super::dataflow::shape_nodes(&module.instr(operand).shape)
                     .get(node)
                     .map(|(idx, _)| idx.clone())
                     .unwrap_or_default();
-                if sharing::can_share_operand_buffer(module, operand, &index, user, &value.index) && fits(&allocations[a]) {
+                if sharing::can_share_operand_buffer(module, operand, &index, user, &value.index)
+                    && fits(&allocations[a])
+                {
                     return Some(a);
                 }
             }
         }
     }
-    (0..allocations.len()).rev().find(|&a| fits(&allocations[a]))
+    (0..allocations.len())
+        .rev()
+        .find(|&a| fits(&allocations[a]))
 }
 
 /// Do two buffers' values overlap in time? Values that only touch may share
 /// when the later one may write over the earlier one (`LiveRangeInterferes`).
-fn interferes(module: &Module, dataflow: &Dataflow, ranges: &[Option<LiveRange>], a: BufferId, b: BufferId) -> bool {
+fn interferes(
+    module: &Module,
+    dataflow: &Dataflow,
+    ranges: &[Option<LiveRange>],
+    a: BufferId,
+    b: BufferId,
+) -> bool {
     for &va in &dataflow.buffers[a.index()].values {
         for &vb in &dataflow.buffers[b.index()].values {
-            let (Some(ra), Some(rb)) = (ranges[va.index()], ranges[vb.index()]) else { continue };
+            let (Some(ra), Some(rb)) = (ranges[va.index()], ranges[vb.index()]) else {
+                continue;
+            };
             if !ra.overlaps(&rb) {
                 continue;
             }
@@ -285,7 +401,11 @@ fn interferes(module: &Module, dataflow: &Dataflow, ranges: &[Option<LiveRange>]
                         module.instr(user).operands.contains(&pos)
                             && super::dataflow::shape_nodes(&module.instr(pos).shape)
                                 .get(node as usize)
-                                .is_some_and(|(idx, _)| sharing::can_share_operand_buffer(module, pos, idx, user, &l.index))
+                                .is_some_and(|(idx, _)| {
+                                    sharing::can_share_operand_buffer(
+                                        module, pos, idx, user, &l.index,
+                                    )
+                                })
                     })
             };
             if ra.end == rb.start && touching_handover(va, vb) {

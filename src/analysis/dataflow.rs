@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use super::schedule::{CallGraph, CompKind};
+use super::graph::{CompKind, ModuleGraph};
 use super::sharing;
 use crate::hlo::{CallRole, CompId, InstrId, Module, Opcode, Shape};
 
@@ -61,8 +61,6 @@ pub struct Dataflow {
     /// `value_of[instr][node]`
     pub value_of: Vec<Vec<ValueId>>,
     pub buffers: Vec<Buffer>,
-    /// The operands' users, for each instruction.
-    pub users: Vec<Vec<(InstrId, u32)>>,
 }
 
 /// The nodes of a shape in pre-order, with their index paths.
@@ -106,7 +104,7 @@ pub fn node_of(shape: &Shape, index: &[u64]) -> Option<usize> {
 
 struct Builder<'m> {
     module: &'m Module,
-    calls: &'m CallGraph,
+    graph: &'m ModuleGraph,
     values: Vec<Value>,
     value_of: Vec<Vec<ValueId>>,
     /// Pairs of values that must share a buffer.
@@ -115,10 +113,10 @@ struct Builder<'m> {
 }
 
 impl Dataflow {
-    pub fn build(module: &Module, calls: &CallGraph) -> Dataflow {
+    pub fn build(module: &Module, graph: &ModuleGraph) -> Dataflow {
         let mut b = Builder {
             module,
-            calls,
+            graph,
             values: Vec::new(),
             value_of: vec![Vec::new(); module.instructions.len()],
             merges: Vec::new(),
@@ -138,7 +136,14 @@ impl Dataflow {
 }
 
 impl Builder<'_> {
-    fn define(&mut self, instr: InstrId, node: usize, index: Vec<u64>, shape: &Shape, is_phi: bool) -> ValueId {
+    fn define(
+        &mut self,
+        instr: InstrId,
+        node: usize,
+        index: Vec<u64>,
+        shape: &Shape,
+        is_phi: bool,
+    ) -> ValueId {
         let id = ValueId(self.values.len() as u32);
         self.values.push(Value {
             instr,
@@ -176,10 +181,19 @@ impl Builder<'_> {
     }
 
     fn operand_values(&self, id: InstrId, k: usize) -> Vec<ValueId> {
-        self.module.instr(id).operands.get(k).map(|o| self.value_of[o.index()].clone()).unwrap_or_default()
+        self.module
+            .instr(id)
+            .operands
+            .get(k)
+            .map(|o| self.value_of[o.index()].clone())
+            .unwrap_or_default()
     }
 
-    fn evaluate_instruction(&mut self, id: InstrId, params: Option<&[Vec<ValueId>]>) -> Vec<ValueId> {
+    fn evaluate_instruction(
+        &mut self,
+        id: InstrId,
+        params: Option<&[Vec<ValueId>]>,
+    ) -> Vec<ValueId> {
         let module = self.module;
         let instr = module.instr(id);
         let nodes = node_count(&instr.shape);
@@ -188,15 +202,21 @@ impl Builder<'_> {
             Opcode::Parameter => params
                 .and_then(|p| p.get(instr.parameter_number.unwrap_or(0) as usize).cloned())
                 .and_then(forward),
-            Opcode::Bitcast | Opcode::Domain | Opcode::AddDependency | Opcode::OptimizationBarrier => {
-                forward(self.operand_values(id, 0))
-            }
+            Opcode::Bitcast
+            | Opcode::Domain
+            | Opcode::AddDependency
+            | Opcode::OptimizationBarrier => forward(self.operand_values(id, 0)),
             Opcode::AllReduceDone => forward(self.operand_values(id, 0)),
             Opcode::GetTupleElement => {
                 let operand = instr.operands.first().map(|o| &module.instr(*o).shape);
                 let k = instr.tuple_index.unwrap_or(0) as usize;
                 match operand.and_then(|s| child_range(s, k)) {
-                    Some(range) => forward(self.operand_values(id, 0).get(range).map(<[_]>::to_vec).unwrap_or_default()),
+                    Some(range) => forward(
+                        self.operand_values(id, 0)
+                            .get(range)
+                            .map(<[_]>::to_vec)
+                            .unwrap_or_default(),
+                    ),
                     None => None,
                 }
             }
@@ -215,10 +235,13 @@ impl Builder<'_> {
                 forward(values)
             }
             Opcode::Call => {
-                let callee = called(module, id, CallRole::ToApply).or_else(|| called(module, id, CallRole::Calls));
-                match callee.filter(|c| self.calls.kind(*c) == CompKind::Global) {
+                let callee = called(module, id, CallRole::ToApply)
+                    .or_else(|| called(module, id, CallRole::Calls));
+                match callee.filter(|c| self.graph.kind(*c) == CompKind::Global) {
                     Some(callee) => {
-                        let args = (0..instr.operands.len()).map(|k| self.operand_values(id, k)).collect();
+                        let args = (0..instr.operands.len())
+                            .map(|k| self.operand_values(id, k))
+                            .collect();
                         self.evaluate(callee, Some(args));
                         forward(self.value_of[module.comp(callee).root.index()].clone())
                     }
@@ -227,12 +250,24 @@ impl Builder<'_> {
             }
             Opcode::While => Some(self.evaluate_while(id)),
             Opcode::Conditional => Some(self.evaluate_conditional(id)),
-            Opcode::CopyDone | Opcode::AsyncDone | Opcode::AllGatherDone | Opcode::CollectivePermuteDone => {
+            Opcode::CopyDone
+            | Opcode::AsyncDone
+            | Opcode::AllGatherDone
+            | Opcode::CollectivePermuteDone => {
                 // The result lives in the start's destination slot.
                 let start = instr.operands.first().map(|o| &module.instr(*o).shape);
-                let slot = if instr.opcode == Opcode::CopyDone { 0 } else { 1 };
+                let slot = if instr.opcode == Opcode::CopyDone {
+                    0
+                } else {
+                    1
+                };
                 match start.and_then(|s| child_range(s, slot)) {
-                    Some(range) => forward(self.operand_values(id, 0).get(range).map(<[_]>::to_vec).unwrap_or_default()),
+                    Some(range) => forward(
+                        self.operand_values(id, 0)
+                            .get(range)
+                            .map(<[_]>::to_vec)
+                            .unwrap_or_default(),
+                    ),
                     None => None,
                 }
             }
@@ -242,12 +277,17 @@ impl Builder<'_> {
         // Async-style starts keep their operands in slot {0} (copy-start: {1}).
         let operand_slot = match instr.opcode {
             Opcode::CopyStart => Some(1),
-            Opcode::AsyncStart | Opcode::AllGatherStart | Opcode::CollectivePermuteStart | Opcode::Send => Some(0),
+            Opcode::AsyncStart
+            | Opcode::AllGatherStart
+            | Opcode::CollectivePermuteStart
+            | Opcode::Send => Some(0),
             _ => None,
         };
         if let Some(slot) = operand_slot {
             if let Some(range) = child_range(&instr.shape, slot) {
-                let operands: Vec<ValueId> = (0..instr.operands.len()).flat_map(|k| self.operand_values(id, k)).collect();
+                let operands: Vec<ValueId> = (0..instr.operands.len())
+                    .flat_map(|k| self.operand_values(id, k))
+                    .collect();
                 // One operand fills the slot directly; several fill a tuple below it.
                 let operands = if operands.len() + 1 == range.len() && instr.operands.len() > 1 {
                     let mut v = vec![values[range.start]];
@@ -261,14 +301,18 @@ impl Builder<'_> {
                 }
             }
         }
-        for (output, operand) in sharing::in_place_pairs(module, id) {
-            let (Some(out_node), Some(&operand_instr)) =
-                (node_of(&instr.shape, &output), instr.operands.get(operand.0 as usize))
-            else {
+        for pair in sharing::in_place_pairs(module, id) {
+            let (Some(out_node), Some(&operand_instr)) = (
+                node_of(&instr.shape, &pair.output_index),
+                instr.operands.get(pair.operand as usize),
+            ) else {
                 continue;
             };
             let operand_shape = &module.instr(operand_instr).shape;
-            if let (Some(&out), Some(in_node)) = (values.get(out_node), node_of(operand_shape, &operand.1)) {
+            if let (Some(&out), Some(in_node)) = (
+                values.get(out_node),
+                node_of(operand_shape, &pair.operand_index),
+            ) {
                 if let Some(&input) = self.value_of[operand_instr.index()].get(in_node) {
                     self.merges.push((out, input));
                 }
@@ -285,9 +329,11 @@ impl Builder<'_> {
     fn evaluate_while(&mut self, id: InstrId) -> Vec<ValueId> {
         let module = self.module;
         let init = self.operand_values(id, 0);
-        let body = called(module, id, CallRole::Body).filter(|c| self.calls.kind(*c) == CompKind::Global);
+        let body =
+            called(module, id, CallRole::Body).filter(|c| self.graph.kind(*c) == CompKind::Global);
         let invariant = body.map(|b| invariant_nodes(module, b)).unwrap_or_default();
-        let is_invariant = |node: usize| invariant.get(node).copied().unwrap_or(false) && node < init.len();
+        let is_invariant =
+            |node: usize| invariant.get(node).copied().unwrap_or(false) && node < init.len();
         let nodes = shape_nodes(&module.instr(id).shape);
         let phi_at = |b: &mut Self, instr: InstrId| -> Vec<ValueId> {
             nodes
@@ -312,7 +358,9 @@ impl Builder<'_> {
         };
         merge_with_phis(self, &init);
         for role in [CallRole::Condition, CallRole::Body] {
-            let Some(comp) = called(module, id, role).filter(|c| self.calls.kind(*c) == CompKind::Global) else {
+            let Some(comp) =
+                called(module, id, role).filter(|c| self.graph.kind(*c) == CompKind::Global)
+            else {
                 continue;
             };
             if self.evaluated[comp.index()] {
@@ -336,10 +384,15 @@ impl Builder<'_> {
     fn evaluate_conditional(&mut self, id: InstrId) -> Vec<ValueId> {
         let module = self.module;
         let phis = self.define_all(id, true);
-        let branches: Vec<CompId> =
-            module.instr(id).called.iter().filter(|(r, _)| *r == CallRole::Branch).map(|&(_, c)| c).collect();
+        let branches: Vec<CompId> = module
+            .instr(id)
+            .called
+            .iter()
+            .filter(|(r, _)| *r == CallRole::Branch)
+            .map(|&(_, c)| c)
+            .collect();
         for (b, comp) in branches.into_iter().enumerate() {
-            if self.calls.kind(comp) != CompKind::Global {
+            if self.graph.kind(comp) != CompKind::Global {
                 continue;
             }
             let args = vec![self.operand_values(id, b + 1)];
@@ -358,7 +411,9 @@ impl Builder<'_> {
         let entry = module.entry();
         let root = entry.root;
         for alias in &module.header.input_output_alias {
-            let Some(&param) = entry.parameters.get(alias.parameter as usize) else { continue };
+            let Some(&param) = entry.parameters.get(alias.parameter as usize) else {
+                continue;
+            };
             let out = node_of(&module.instr(root).shape, &alias.output_index)
                 .and_then(|n| self.value_of[root.index()].get(n).copied());
             let input = node_of(&module.instr(param).shape, &alias.parameter_index)
@@ -398,23 +453,19 @@ impl Builder<'_> {
             *b = new_id[b.index()];
         }
 
-        let mut users = vec![Vec::new(); module.instructions.len()];
-        for (i, instr) in module.instructions.iter().enumerate() {
-            for (k, &operand) in instr.operands.iter().enumerate() {
-                users[operand.index()].push((InstrId(i as u32), k as u32));
-            }
-        }
         // Positions, then uses (notes §4.2: tuple and domain never use their
         // operands; get-tuple-element and copy use only the operand's top node).
         for (i, per_instr) in self.value_of.iter().enumerate() {
             for (node, &v) in per_instr.iter().enumerate() {
-                values[v.index()].positions.push((InstrId(i as u32), node as u32));
+                values[v.index()]
+                    .positions
+                    .push((InstrId(i as u32), node as u32));
             }
         }
         for v in &mut values {
             let mut uses: Vec<(InstrId, u32)> = Vec::new();
             for &(instr, node) in &v.positions {
-                for &(user, k) in &users[instr.index()] {
+                for (user, k) in self.graph.users(instr) {
                     let reads = match module.instr(user).opcode {
                         Opcode::Tuple | Opcode::Domain => false,
                         Opcode::GetTupleElement | Opcode::Copy => node == 0,
@@ -446,17 +497,24 @@ impl Builder<'_> {
         }
         let mut buffer_of_root: HashMap<u32, BufferId> = HashMap::new();
         let mut buffers: Vec<Buffer> = Vec::new();
-        for v in 0..values.len() {
+        for (v, value) in values.iter_mut().enumerate() {
             let root = find(&mut parent, v as u32);
             let b = *buffer_of_root.entry(root).or_insert_with(|| {
-                buffers.push(Buffer { values: Vec::new(), size: 0 });
+                buffers.push(Buffer {
+                    values: Vec::new(),
+                    size: 0,
+                });
                 BufferId(buffers.len() as u32 - 1)
             });
             buffers[b.index()].values.push(ValueId(v as u32));
-            buffers[b.index()].size = buffers[b.index()].size.max(values[v].size);
-            values[v].buffer = b;
+            buffers[b.index()].size = buffers[b.index()].size.max(value.size);
+            value.buffer = b;
         }
-        Dataflow { values, value_of: self.value_of, buffers, users }
+        Dataflow {
+            values,
+            value_of: self.value_of,
+            buffers,
+        }
     }
 }
 
@@ -464,7 +522,9 @@ impl Builder<'_> {
 /// (`tuple(..., get-tuple-element(param), index=i, ...)` at position i).
 fn invariant_nodes(module: &Module, body: CompId) -> Vec<bool> {
     let comp = module.comp(body);
-    let Some(&param) = comp.parameters.first() else { return Vec::new() };
+    let Some(&param) = comp.parameters.first() else {
+        return Vec::new();
+    };
     let shape = &module.instr(param).shape;
     let mut out = vec![false; node_count(shape)];
     // (instruction producing this part of the root, index path in the state)
@@ -477,7 +537,9 @@ fn invariant_nodes(module: &Module, body: CompId) -> Vec<bool> {
             && path.len() == 1;
         if instr == param && path.is_empty() || passes_through {
             if let (Some(node), Some(sub)) = (node_of(shape, &path), shape.subshape(&path)) {
-                out[node..node + node_count(sub)].iter_mut().for_each(|x| *x = true);
+                out[node..node + node_count(sub)]
+                    .iter_mut()
+                    .for_each(|x| *x = true);
             }
         } else if i.opcode == Opcode::Tuple {
             for (k, &op) in i.operands.iter().enumerate() {
@@ -497,16 +559,30 @@ fn invariant_nodes(module: &Module, body: CompId) -> Vec<bool> {
 }
 
 fn called(module: &Module, id: InstrId, role: CallRole) -> Option<CompId> {
-    module.instr(id).called.iter().find(|(r, _)| *r == role).map(|&(_, c)| c)
+    module
+        .instr(id)
+        .called
+        .iter()
+        .find(|(r, _)| *r == role)
+        .map(|&(_, c)| c)
 }
 
 /// XLA's `MakeInstructionPostOrder`: depth-first from each instruction nobody
 /// uses, in text order, operands before users.
 pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> Vec<InstrId> {
-    let local: HashMap<InstrId, usize> = instructions.iter().enumerate().map(|(i, &id)| (id, i)).collect();
+    let local: HashMap<InstrId, usize> = instructions
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| (id, i))
+        .collect();
     let mut has_user = vec![false; instructions.len()];
     for &id in instructions {
-        for op in module.instr(id).operands.iter().chain(&module.instr(id).control_predecessors) {
+        for op in module
+            .instr(id)
+            .operands
+            .iter()
+            .chain(&module.instr(id).control_predecessors)
+        {
             if let Some(&i) = local.get(op) {
                 has_user[i] = true;
             }
@@ -530,7 +606,11 @@ pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> V
         while let Some(&mut (node, ref mut next)) = stack.last_mut() {
             let instr = module.instr(instructions[node]);
             let n = instr.operands.len();
-            let pred = if *next < n { instr.operands.get(*next) } else { instr.control_predecessors.get(*next - n) };
+            let pred = if *next < n {
+                instr.operands.get(*next)
+            } else {
+                instr.control_predecessors.get(*next - n)
+            };
             if let Some(&op) = pred {
                 *next += 1;
                 if let Some(&i) = local.get(&op) {

@@ -61,7 +61,11 @@ pub fn simulate(
         let r = ranges[v.index()].expect("filtered");
         (r.start, r.end, *v)
     });
-    let last_time = values.iter().map(|v| ranges[v.index()].expect("filtered").end).max().unwrap_or(0);
+    let last_time = values
+        .iter()
+        .map(|v| ranges[v.index()].expect("filtered").end)
+        .max()
+        .unwrap_or(0);
 
     // Replay: group_of[value] is the group whose chunk the value uses.
     let mut group_of: std::collections::HashMap<ValueId, usize> = Default::default();
@@ -71,23 +75,40 @@ pub fn simulate(
     let mut next_start = 0usize;
     let mut ends_at: std::collections::BTreeMap<u32, Vec<ValueId>> = Default::default();
     for &v in &values {
-        ends_at.entry(ranges[v.index()].expect("filtered").end).or_default().push(v);
+        ends_at
+            .entry(ranges[v.index()].expect("filtered").end)
+            .or_default()
+            .push(v);
     }
     let mut live_bytes = 0u64;
     let mut peak_live = 0u64;
     // Operands whose chunk was taken over at this step: not freed again.
     let mut handed_over: std::collections::HashSet<ValueId> = Default::default();
     for t in 0..=last_time {
-        while next_start < values.len() && ranges[values[next_start].index()].expect("filtered").start == t {
+        while next_start < values.len()
+            && ranges[values[next_start].index()].expect("filtered").start == t
+        {
             let v = values[next_start];
             next_start += 1;
             let value = &dataflow.values[v.index()];
             let buffer = &dataflow.buffers[value.buffer.index()];
             // A buffer's later values share the chunk of its first one.
-            let same_buffer =
-                buffer.values.iter().find(|other| **other != v && group_of.contains_key(other)).copied();
+            let same_buffer = buffer
+                .values
+                .iter()
+                .find(|other| **other != v && group_of.contains_key(other))
+                .copied();
             let reused = if same_buffer.is_none() && buffer.values.len() == 1 {
-                reusable_operand(module, dataflow, ranges, &simulated, &group_of, &handed_over, v, t)
+                reusable_operand(
+                    module,
+                    dataflow,
+                    ranges,
+                    &simulated,
+                    &group_of,
+                    &handed_over,
+                    v,
+                    t,
+                )
             } else {
                 None
             };
@@ -137,15 +158,29 @@ pub fn simulate(
 
     let spatial = pack(&groups, alignment, Order::Spatial);
     let temporal = pack(&groups, alignment, Order::Temporal);
-    let (heap_size, offsets) = if temporal.0 < spatial.0 { temporal } else { spatial };
+    let (heap_size, offsets) = if temporal.0 < spatial.0 {
+        temporal
+    } else {
+        spatial
+    };
     let mut chunks = Vec::with_capacity(values.len());
     for (g, group) in groups.iter().enumerate() {
         for &m in &group.members {
-            chunks.push((m, Chunk { offset: offsets[g], size: dataflow.values[m.index()].size }));
+            chunks.push((
+                m,
+                Chunk {
+                    offset: offsets[g],
+                    size: dataflow.values[m.index()].size,
+                },
+            ));
         }
     }
     chunks.sort_by_key(|(v, _)| *v);
-    HeapResult { heap_size, chunks, peak_live }
+    HeapResult {
+        heap_size,
+        chunks,
+        peak_live,
+    }
 }
 
 /// An operand value that dies exactly now and whose chunk this value may take.
@@ -177,7 +212,11 @@ fn reusable_operand(
                 continue;
             }
             let operand_index = &o.index;
-            let position = o.positions.iter().find(|(i, _)| *i == operand).map(|&(_, n)| n);
+            let position = o
+                .positions
+                .iter()
+                .find(|(i, _)| *i == operand)
+                .map(|&(_, n)| n);
             let index = match position {
                 Some(node) => super::dataflow::shape_nodes(&module.instr(operand).shape)
                     .get(node as usize)
@@ -206,14 +245,28 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
     match order {
         Order::Spatial => sorted.sort_by_key(|&g| {
             let x = &groups[g];
-            (std::cmp::Reverse(x.size), std::cmp::Reverse(x.end - x.start), id(x))
+            (
+                std::cmp::Reverse(x.size),
+                std::cmp::Reverse(x.end - x.start),
+                id(x),
+            )
         }),
         Order::Temporal => sorted.sort_by_key(|&g| {
             let x = &groups[g];
-            (std::cmp::Reverse(x.end - x.start), std::cmp::Reverse(x.size), id(x))
+            (
+                std::cmp::Reverse(x.end - x.start),
+                std::cmp::Reverse(x.size),
+                id(x),
+            )
         }),
     }
-    let align = |x: u64| if alignment <= 1 { x } else { x.div_ceil(alignment) * alignment };
+    let align = |x: u64| {
+        if alignment <= 1 {
+            x
+        } else {
+            x.div_ceil(alignment) * alignment
+        }
+    };
     let mut offsets = vec![0u64; groups.len()];
     let mut placed: Vec<usize> = Vec::with_capacity(groups.len());
     let mut heap_size = 0u64;
@@ -230,7 +283,10 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
                 let other = &groups[p];
                 other.start <= group.end
                     && group.start <= other.end
-                    && group.intervals.iter().any(|a| other.intervals.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
+                    && group
+                        .intervals
+                        .iter()
+                        .any(|a| other.intervals.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
             })
             .map(|&p| (offsets[p], groups[p].size))
             .collect();

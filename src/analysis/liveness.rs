@@ -19,12 +19,23 @@ impl LiveRange {
 
 /// `ranges[value]`, `None` for values of computations outside the schedule
 /// (fusion bodies, reducers).
-pub fn live_ranges(module: &Module, dataflow: &Dataflow, schedule: &Schedule) -> Vec<Option<LiveRange>> {
+pub fn live_ranges(
+    module: &Module,
+    dataflow: &Dataflow,
+    schedule: &Schedule,
+) -> Vec<Option<LiveRange>> {
     let n = schedule.len();
-    let aliased_params: Vec<u64> = module.header.input_output_alias.iter().map(|a| a.parameter).collect();
+    let aliased_params: Vec<u64> = module
+        .header
+        .input_output_alias
+        .iter()
+        .map(|a| a.parameter)
+        .collect();
     let is_root = |id: crate::hlo::InstrId| module.comp(module.instr(id).computation).root == id;
-    let span_end = |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.1);
-    let span_start = |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.0);
+    let span_end =
+        |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.1);
+    let span_start =
+        |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.0);
 
     let mut ranges: Vec<Option<LiveRange>> = dataflow
         .values
@@ -34,20 +45,37 @@ pub fn live_ranges(module: &Module, dataflow: &Dataflow, schedule: &Schedule) ->
             let t_def = schedule.time(value.instr)?;
             // Parameters start when their computation starts; a phi starts at the
             // earliest of its positions (the loop condition's parameter).
-            let mut start = if def.opcode == Opcode::Parameter { span_start(value.instr)? } else { t_def };
-            let mut end = if is_root(value.instr) { span_end(value.instr)? } else { t_def };
+            let mut start = if def.opcode == Opcode::Parameter {
+                span_start(value.instr)?
+            } else {
+                t_def
+            };
+            let mut end = if is_root(value.instr) {
+                span_end(value.instr)?
+            } else {
+                t_def
+            };
             for &(pos, _) in &value.positions {
-                let Some(t) = schedule.time(pos) else { continue };
+                let Some(t) = schedule.time(pos) else {
+                    continue;
+                };
                 let (pos_start, pos_end) = if module.instr(pos).opcode == Opcode::Parameter {
                     (span_start(pos).unwrap_or(t), t)
                 } else {
                     (t, t)
                 };
                 start = start.min(pos_start);
-                end = end.max(if is_root(pos) { span_end(pos).unwrap_or(pos_end) } else { pos_end });
+                end = end.max(if is_root(pos) {
+                    span_end(pos).unwrap_or(pos_end)
+                } else {
+                    pos_end
+                });
             }
             let entry_param = def.opcode == Opcode::Parameter && def.computation == module.entry;
-            let donated = entry_param && def.parameter_number.is_some_and(|p| aliased_params.contains(&p));
+            let donated = entry_param
+                && def
+                    .parameter_number
+                    .is_some_and(|p| aliased_params.contains(&p));
             if entry_param && !donated {
                 end = n;
             } else {
@@ -71,7 +99,10 @@ pub fn live_ranges(module: &Module, dataflow: &Dataflow, schedule: &Schedule) ->
                     }
                 }
             }
-            Some(LiveRange { start, end: end.max(start) })
+            Some(LiveRange {
+                start,
+                end: end.max(start),
+            })
         })
         .collect();
 
@@ -87,8 +118,11 @@ fn normalize_aliased(dataflow: &Dataflow, ranges: &mut [Option<LiveRange>]) {
         if buffer.values.len() < 2 {
             continue;
         }
-        let mut members: Vec<(LiveRange, ValueId)> =
-            buffer.values.iter().filter_map(|&v| ranges[v.index()].map(|r| (r, v))).collect();
+        let mut members: Vec<(LiveRange, ValueId)> = buffer
+            .values
+            .iter()
+            .filter_map(|&v| ranges[v.index()].map(|r| (r, v)))
+            .collect();
         members.sort_by_key(|(r, v)| (r.start, r.end, *v));
         for i in 1..members.len() {
             let (prev, _) = members[i - 1];

@@ -5,6 +5,7 @@
 
 pub mod assign;
 pub mod dataflow;
+pub mod graph;
 pub mod heap;
 pub mod liveness;
 pub mod schedule;
@@ -15,8 +16,9 @@ use self::assign::{AllocationKind, Assignment};
 use std::collections::HashMap;
 
 use self::dataflow::{BufferId, Dataflow, ValueId};
+use self::graph::ModuleGraph;
 use self::liveness::LiveRange;
-use self::schedule::{CallGraph, Schedule};
+use self::schedule::Schedule;
 use crate::hlo::{InstrId, Module, Opcode};
 
 /// Everything the accounting found for one module.
@@ -90,7 +92,11 @@ impl BufferKind {
 
 /// Temporaries are aligned as XLA aligns them on the backend the dump came from.
 fn alignment_for(module: &Module) -> u64 {
-    let name = module.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = module
+        .path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     if name.contains("gpu_after_optimizations") {
         256
     } else {
@@ -99,11 +105,11 @@ fn alignment_for(module: &Module) -> u64 {
 }
 
 pub fn analyze(module: &Module) -> MemoryModel {
-    let calls = CallGraph::build(module);
-    let schedule = Schedule::build(module, &calls);
-    let dataflow = Dataflow::build(module, &calls);
+    let graph = ModuleGraph::build(module);
+    let schedule = Schedule::build(module, &graph);
+    let dataflow = Dataflow::build(module, &graph);
     let ranges = liveness::live_ranges(module, &dataflow, &schedule);
-    let assignment = assign::assign(module, &calls, &dataflow, &ranges, alignment_for(module));
+    let assignment = assign::assign(module, &graph, &dataflow, &ranges, alignment_for(module));
     let mut totals = Totals::default();
     for a in &assignment.allocations {
         totals.total_bytes = totals.total_bytes.saturating_add(a.size);
@@ -123,7 +129,14 @@ pub fn analyze(module: &Module) -> MemoryModel {
     }
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak.buffers.iter().map(|b| b.bytes).sum();
-    MemoryModel { schedule, dataflow, ranges, assignment, totals, peak }
+    MemoryModel {
+        schedule,
+        dataflow,
+        ranges,
+        assignment,
+        totals,
+        peak,
+    }
 }
 
 /// The moment the most memory is in use, and what occupies it.
@@ -142,10 +155,16 @@ fn live_peak(
     let chunk = |v: ValueId| -> Option<(usize, u64, u64)> {
         let value = &dataflow.values[v.index()];
         let a = assignment.allocation_of[value.buffer.index()]?;
-        let offset = match assignment.heap.chunks.binary_search_by_key(&v, |(id, _)| *id) {
+        let offset = match assignment
+            .heap
+            .chunks
+            .binary_search_by_key(&v, |(id, _)| *id)
+        {
             Ok(i) => assignment.heap.chunks[i].1.offset,
             // Temp tuple tables sit outside the heap: give each its own place.
-            Err(_) if assignment.allocations[a].kind == AllocationKind::Temp => u64::MAX / 2 + value.buffer.0 as u64 * 64,
+            Err(_) if assignment.allocations[a].kind == AllocationKind::Temp => {
+                u64::MAX / 2 + value.buffer.0 as u64 * 64
+            }
             Err(_) => 0,
         };
         Some((a, offset, value.size))
@@ -160,13 +179,20 @@ fn live_peak(
     let mut delta = vec![0i128; n + 1];
     let mut occupancy: Vec<Option<LiveRange>> = vec![None; ranges.len()];
     for (i, r) in ranges.iter().enumerate() {
-        let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) else { continue };
+        let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) else {
+            continue;
+        };
         let taken_over = r.end > r.start
             && starts.get(&(a, r.end)).is_some_and(|others| {
-                others.iter().any(|&(o, s)| o < offset + size && offset < o + s && !(o == offset && r.start == r.end))
+                others.iter().any(|&(o, s)| {
+                    o < offset + size && offset < o + s && !(o == offset && r.start == r.end)
+                })
             });
         let end = if taken_over { r.end - 1 } else { r.end };
-        occupancy[i] = Some(LiveRange { start: r.start, end });
+        occupancy[i] = Some(LiveRange {
+            start: r.start,
+            end,
+        });
         delta[r.start as usize] += i128::from(size);
         delta[(end as usize + 1).min(n)] -= i128::from(size);
     }
@@ -190,28 +216,40 @@ fn live_peak(
             }
         }
     }
-    let mut buffers: Vec<PeakBuffer> = live
-        .into_iter()
-        .map(|(b, (v, bytes))| {
-            let buffer = &dataflow.buffers[b.index()];
-            let value = &dataflow.values[v.index()];
-            // What the buffer holds at the peak: a donated parameter's buffer may
-            // already hold the output that replaces it.
-            let def = module.instr(value.instr);
-            let kind = if def.opcode == Opcode::Parameter && def.computation == module.entry {
-                BufferKind::Parameter
-            } else if assignment.live_out[b.index()] {
-                BufferKind::Output
-            } else if buffer.values.iter().any(|v| module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant) {
-                BufferKind::Constant
-            } else {
-                BufferKind::Temp
-            };
-            PeakBuffer { buffer: b, instruction: value.instr, index: value.index.clone(), bytes, kind }
-        })
-        .collect();
+    let mut buffers: Vec<PeakBuffer> =
+        live.into_iter()
+            .map(|(b, (v, bytes))| {
+                let buffer = &dataflow.buffers[b.index()];
+                let value = &dataflow.values[v.index()];
+                // What the buffer holds at the peak: a donated parameter's buffer may
+                // already hold the output that replaces it.
+                let def = module.instr(value.instr);
+                let kind = if def.opcode == Opcode::Parameter && def.computation == module.entry {
+                    BufferKind::Parameter
+                } else if assignment.live_out[b.index()] {
+                    BufferKind::Output
+                } else if buffer.values.iter().any(|v| {
+                    module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant
+                }) {
+                    BufferKind::Constant
+                } else {
+                    BufferKind::Temp
+                };
+                PeakBuffer {
+                    buffer: b,
+                    instruction: value.instr,
+                    index: value.index.clone(),
+                    bytes,
+                    kind,
+                }
+            })
+            .collect();
     buffers.sort_by_key(|p| (std::cmp::Reverse(p.bytes), p.buffer));
-    Peak { time: t, instruction: schedule.order.get(best_time).copied(), buffers }
+    Peak {
+        time: t,
+        instruction: schedule.order.get(best_time).copied(),
+        buffers,
+    }
 }
 
 #[cfg(test)]

@@ -6,29 +6,30 @@
 //! - [`can_share_operand_buffer`]: whether an output *may* take over an operand
 //!   buffer that dies at this instruction (`CanShareOperandBufferWithUser`).
 
-use crate::hlo::{CompId, InstrId, Module, Opcode};
+use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
 
 /// `(output index, (operand number, operand index))` pairs that must alias
 /// (`AliasInfo::GetInPlaceInputOutputPairs`).
-pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<(Vec<u64>, (u64, Vec<u64>))> {
+pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
     let instr = module.instr(id);
-    let mut pairs: Vec<(Vec<u64>, (u64, Vec<u64>))> = instr
-        .output_to_operand_aliasing
-        .iter()
-        .map(|a| (a.output_index.clone(), (a.operand, a.operand_index.clone())))
-        .collect();
+    let mut pairs: Vec<OperandAlias> = instr.output_to_operand_aliasing.clone();
+    let pair = |output_index: Vec<u64>, operand: u64| OperandAlias {
+        output_index,
+        operand,
+        operand_index: vec![],
+    };
     match &instr.opcode {
         Opcode::DynamicUpdateSlice | Opcode::AllReduceStart | Opcode::SetDimensionSize => {
-            pairs.push((vec![], (0, vec![])))
+            pairs.push(pair(vec![], 0))
         }
-        Opcode::RaggedAllToAll => pairs.push((vec![], (1, vec![]))),
+        Opcode::RaggedAllToAll => pairs.push(pair(vec![], 1)),
         Opcode::Scatter => {
             // Operands are (inputs..., indices, updates...): n inputs and n updates.
             let n = (instr.operands.len().saturating_sub(1) / 2) as u64;
             if n == 1 {
-                pairs.push((vec![], (0, vec![])));
+                pairs.push(pair(vec![], 0));
             } else {
-                pairs.extend((0..n).map(|i| (vec![i], (i, vec![]))));
+                pairs.extend((0..n).map(|i| pair(vec![i], i)));
             }
         }
         Opcode::Fusion if instr.output_to_operand_aliasing.is_empty() => {
@@ -48,7 +49,7 @@ fn fused_computation(module: &Module, id: InstrId) -> Option<CompId> {
 /// From each output leaf of a fused computation, follow tuples and bitcasts to
 /// its source; an in-place source whose in-place operand is a fused parameter
 /// makes that fusion operand alias the output (`GetFusionInstructionInPlaceInputOutputPairs`).
-fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<(Vec<u64>, (u64, Vec<u64>))> {
+fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
     let root = module.comp(comp).root;
     let mut outputs: Vec<(Vec<u64>, InstrId)> = Vec::new();
     let root_instr = module.instr(root);
@@ -68,10 +69,14 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<(Vec<u64>, (u64, 
             }
         }
         let in_place_operand = match module.instr(source).opcode {
-            Opcode::DynamicUpdateSlice | Opcode::Scatter => module.instr(source).operands.first().copied(),
+            Opcode::DynamicUpdateSlice | Opcode::Scatter => {
+                module.instr(source).operands.first().copied()
+            }
             _ => None,
         };
-        let Some(mut operand) = in_place_operand else { continue };
+        let Some(mut operand) = in_place_operand else {
+            continue;
+        };
         while module.instr(operand).opcode == Opcode::Bitcast {
             match module.instr(operand).operands.first() {
                 Some(&op) => operand = op,
@@ -80,7 +85,11 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<(Vec<u64>, (u64, 
         }
         if let Some(n) = module.instr(operand).parameter_number {
             if module.instr(operand).opcode == Opcode::Parameter {
-                pairs.push((index, (n, vec![])));
+                pairs.push(OperandAlias {
+                    output_index: index,
+                    operand: n,
+                    operand_index: vec![],
+                });
             }
         }
     }
@@ -92,11 +101,13 @@ pub fn is_elementwise(module: &Module, id: InstrId) -> bool {
     use Opcode::*;
     let instr = module.instr(id);
     match &instr.opcode {
-        Abs | Add | And | Atan2 | Cbrt | Ceil | Clamp | Clz | Compare | Complex | Convert | Copy | Cos | Cosh
-        | Divide | Erf | Exp | Expm1 | Floor | Imag | IsFinite | Log | Log1p | Logistic | Map | Maximum
-        | Minimum | Multiply | Negate | Not | Or | PopulationCount | Power | Real | ReducePrecision | Remainder
-        | RoundNearestAfz | RoundNearestEven | Rsqrt | Select | ShiftLeft | ShiftRightArithmetic
-        | ShiftRightLogical | Sign | Sin | Sinh | Sqrt | StochasticConvert | Subtract | Tan | Tanh | Xor => true,
+        Abs | Add | And | Atan2 | Cbrt | Ceil | Clamp | Clz | Compare | Complex | Convert
+        | Copy | Cos | Cosh | Divide | Erf | Exp | Expm1 | Floor | Imag | IsFinite | Log
+        | Log1p | Logistic | Map | Maximum | Minimum | Multiply | Negate | Not | Or
+        | PopulationCount | Power | Real | ReducePrecision | Remainder | RoundNearestAfz
+        | RoundNearestEven | Rsqrt | Select | ShiftLeft | ShiftRightArithmetic
+        | ShiftRightLogical | Sign | Sin | Sinh | Sqrt | StochasticConvert | Subtract | Tan
+        | Tanh | Xor => true,
         BitcastConvert => instr.operands.first().is_some_and(|&op| {
             let from = &module.instr(op).shape;
             match (from, &instr.shape) {
@@ -147,9 +158,10 @@ pub fn can_share_operand_buffer(
     if operand_instr.opcode == Opcode::Constant {
         return false;
     }
-    let (Some(operand_shape), Some(user_shape)) =
-        (operand_instr.shape.subshape(operand_index), user_instr.shape.subshape(output))
-    else {
+    let (Some(operand_shape), Some(user_shape)) = (
+        operand_instr.shape.subshape(operand_index),
+        user_instr.shape.subshape(output),
+    ) else {
         return false;
     };
     let operand_numbers: Vec<u64> = user_instr
@@ -159,21 +171,22 @@ pub fn can_share_operand_buffer(
         .filter(|&(_, &o)| o == operand)
         .map(|(k, _)| k as u64)
         .collect();
-    let shapes_equal = operand_shape == user_shape;
-    if shapes_equal {
-        let must = in_place_pairs(module, user)
-            .iter()
-            .any(|(out, (k, idx))| out == output && operand_numbers.contains(k) && idx == operand_index);
-        if must {
-            return true;
-        }
-    }
-    if !shapes_equal {
+    if operand_shape != user_shape {
         return false;
+    }
+    let must_alias = in_place_pairs(module, user).iter().any(|p| {
+        p.output_index == output
+            && operand_numbers.contains(&p.operand)
+            && p.operand_index == operand_index
+    });
+    if must_alias {
+        return true;
     }
     match &user_instr.opcode {
         Opcode::Fusion => {
-            let Some(comp) = fused_computation(module, user) else { return false };
+            let Some(comp) = fused_computation(module, user) else {
+                return false;
+            };
             match user_instr.fusion_kind.as_deref() {
                 Some("kOutput") => {
                     // add(dot|convolution, X): only through the X slot, used once.
@@ -183,22 +196,27 @@ pub fn can_share_operand_buffer(
                     }
                     let k = operand_numbers[0];
                     root.operands.iter().any(|&op| {
-                        module.instr(op).opcode == Opcode::Parameter && module.instr(op).parameter_number == Some(k)
+                        module.instr(op).opcode == Opcode::Parameter
+                            && module.instr(op).parameter_number == Some(k)
                     }) && root.operands.iter().any(|&op| {
                         matches!(module.instr(op).opcode, Opcode::Dot | Opcode::Convolution)
                     })
                 }
-                _ => operand_numbers.iter().all(|&k| {
-                    module
-                        .comp(comp)
-                        .parameters
-                        .get(k as usize)
-                        .is_some_and(|&p| transitive_uses_elementwise(module, comp, p))
-                }) && !operand_numbers.is_empty(),
+                _ => {
+                    operand_numbers.iter().all(|&k| {
+                        module
+                            .comp(comp)
+                            .parameters
+                            .get(k as usize)
+                            .is_some_and(|&p| transitive_uses_elementwise(module, comp, p))
+                    }) && !operand_numbers.is_empty()
+                }
             }
         }
         Opcode::While | Opcode::Conditional => true,
-        Opcode::DynamicUpdateSlice | Opcode::Scatter | Opcode::SetDimensionSize => operand_numbers == [0],
+        Opcode::DynamicUpdateSlice | Opcode::Scatter | Opcode::SetDimensionSize => {
+            operand_numbers == [0]
+        }
         Opcode::TriangularSolve => operand_numbers == [1],
         Opcode::Sort => false,
         Opcode::Call => false,

@@ -6,11 +6,16 @@ use super::*;
 use crate::hlo::Module;
 
 fn parse(text: &str) -> Module {
-    crate::parse_text("test_cpu_after_optimizations.txt", text).unwrap_or_else(|e| panic!("{}", e.render(false)))
+    crate::parse_text("test_cpu_after_optimizations.txt", text)
+        .unwrap_or_else(|e| panic!("{}", e.render(false)))
 }
 
 fn value_of(module: &Module, model: &MemoryModel, name: &str, node: usize) -> ValueId {
-    let id = module.instructions.iter().position(|i| i.name == name).expect(name);
+    let id = module
+        .instructions
+        .iter()
+        .position(|i| i.name == name)
+        .expect(name);
     model.dataflow.value_of[id][node]
 }
 
@@ -35,11 +40,27 @@ fn worked_example_of_the_notes() {
          %c = f32[512]{0} concatenate(%a, %b), dimensions={0}\n  ROOT %r = f32[1]{0} slice(%c), slice={[0:1]}\n}\n",
     );
     let model = analyze(&m);
-    assert_eq!(range(&m, &model, "p0"), (0, 5), "entry parameters live to the end");
+    assert_eq!(
+        range(&m, &model, "p0"),
+        (0, 5),
+        "entry parameters live to the end"
+    );
     assert_eq!(range(&m, &model, "a"), (1, 3));
-    assert_eq!(range(&m, &model, "r"), (4, 5), "roots live to the end of their computation");
+    assert_eq!(
+        range(&m, &model, "r"),
+        (4, 5),
+        "roots live to the end of their computation"
+    );
     let t = model.totals;
-    assert_eq!((t.argument_bytes, t.output_bytes, t.temp_bytes, t.total_bytes), (1024, 4, 4096, 5124));
+    assert_eq!(
+        (
+            t.argument_bytes,
+            t.output_bytes,
+            t.temp_bytes,
+            t.total_bytes
+        ),
+        (1024, 4, 4096, 5124)
+    );
 }
 
 /// §4.2: bitcast and get-tuple-element define no value; tuple defines only its
@@ -56,7 +77,11 @@ fn pass_through_ops_define_no_values() {
     assert_eq!(value_of(&m, &model, "t", 1), value_of(&m, &model, "n", 0));
     assert_ne!(value_of(&m, &model, "cp", 0), value_of(&m, &model, "n", 0));
     let table = value_of(&m, &model, "t", 0);
-    assert_eq!(model.dataflow.values[table.index()].size, 24, "3 pointers of 8 bytes");
+    assert_eq!(
+        model.dataflow.values[table.index()].size,
+        24,
+        "3 pointers of 8 bytes"
+    );
 }
 
 /// §4.3 rule 4: dynamic-update-slice writes into operand 0's buffer.
@@ -110,10 +135,22 @@ fn input_output_alias_merges_parameter_and_output() {
     );
     let model = analyze(&m);
     assert!(same_buffer(&m, &model, "a", "s"));
-    assert_eq!(range(&m, &model, "a"), (0, 2), "a donated parameter dies at its last use");
+    assert_eq!(
+        range(&m, &model, "a"),
+        (0, 2),
+        "a donated parameter dies at its last use"
+    );
     assert_eq!(range(&m, &model, "b"), (0, 3), "the other lives to the end");
     let t = model.totals;
-    assert_eq!((t.argument_bytes, t.output_bytes, t.alias_bytes, t.total_bytes), (8192, 4096, 4096, 8192));
+    assert_eq!(
+        (
+            t.argument_bytes,
+            t.output_bytes,
+            t.alias_bytes,
+            t.total_bytes
+        ),
+        (8192, 4096, 4096, 8192)
+    );
 }
 
 /// §4.3 rule 2: loop state is one buffer per element (init, phis, body root);
@@ -135,11 +172,22 @@ fn while_loop_state_shares_buffers() {
          ROOT %out = f32[8]{0} get-tuple-element(%loop), index=1\n}\n",
     );
     let model = analyze(&m);
-    assert!(same_buffer(&m, &model, "c", "x2"), "init and body result share the loop buffer");
+    assert!(
+        same_buffer(&m, &model, "c", "x2"),
+        "init and body result share the loop buffer"
+    );
     let loop_x = value_of(&m, &model, "loop", 2);
     assert!(model.dataflow.values[loop_x.index()].is_phi);
-    assert_eq!(value_of(&m, &model, "loop", 3), value_of(&m, &model, "w", 0), "invariant element: no phi");
-    assert_eq!(range(&m, &model, "w").1, model.schedule.len(), "so the read-only parameter keeps its range");
+    assert_eq!(
+        value_of(&m, &model, "loop", 3),
+        value_of(&m, &model, "w", 0),
+        "invariant element: no phi"
+    );
+    assert_eq!(
+        range(&m, &model, "w").1,
+        model.schedule.len(),
+        "so the read-only parameter keeps its range"
+    );
 }
 
 /// §4.4: a while's condition and body are laid out before the while itself.
@@ -153,7 +201,12 @@ fn schedule_flattens_condition_then_body_before_the_loop() {
          ROOT %w = s32[] while(%c), condition=%cond, body=%body\n}\n",
     );
     let model = analyze(&m);
-    let names: Vec<&str> = model.schedule.order.iter().map(|&i| m.instr(i).name.as_str()).collect();
+    let names: Vec<&str> = model
+        .schedule
+        .order
+        .iter()
+        .map(|&i| m.instr(i).name.as_str())
+        .collect();
     assert_eq!(names, ["p", "c", "s", "lt", "s", "n", "w"]);
 }
 
@@ -192,9 +245,24 @@ fn reducer_buffers_are_thread_local() {
          ROOT %r = f32[] reduce(%p, %z), dimensions={0}, to_apply=%sum\n}\n",
     );
     let model = analyze(&m);
-    let kinds: Vec<_> = model.assignment.allocations.iter().map(|a| a.kind).collect();
-    assert_eq!(kinds.iter().filter(|k| **k == assign::AllocationKind::ThreadLocal).count(), 3);
+    let kinds: Vec<_> = model
+        .assignment
+        .allocations
+        .iter()
+        .map(|a| a.kind)
+        .collect();
+    assert_eq!(
+        kinds
+            .iter()
+            .filter(|k| **k == assign::AllocationKind::ThreadLocal)
+            .count(),
+        3
+    );
     let t = model.totals;
     assert_eq!((t.argument_bytes, t.output_bytes, t.temp_bytes), (32, 4, 0));
-    assert_eq!(t.total_bytes, 32 + 4 + 4 + 12, "parameter, output, constant, three reducer scalars");
+    assert_eq!(
+        t.total_bytes,
+        32 + 4 + 4 + 12,
+        "parameter, output, constant, three reducer scalars"
+    );
 }

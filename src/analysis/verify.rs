@@ -34,7 +34,12 @@ pub struct Disagreement {
 impl Verification {
     /// Nothing could be compared, and why.
     pub fn unavailable(why: &str) -> Verification {
-        Verification { files: Vec::new(), checked: 0, disagreements: Vec::new(), notes: vec![why.to_string()] }
+        Verification {
+            files: Vec::new(),
+            checked: 0,
+            disagreements: Vec::new(),
+            notes: vec![why.to_string()],
+        }
     }
 
     pub fn agrees(&self) -> bool {
@@ -65,20 +70,46 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
         }
     };
     let t = &model.totals;
-    check("total bytes used", t.total_bytes, xla.total_bytes_used, &mut v);
+    check(
+        "total bytes used",
+        t.total_bytes,
+        xla.total_bytes_used,
+        &mut v,
+    );
     if !xla.allocations.is_empty() {
         let sum = |f: &dyn Fn(&crate::xla_report::XlaAllocation) -> bool| {
-            Some(xla.allocations.iter().filter(|a| f(a)).map(|a| a.size).sum::<u64>())
+            Some(
+                xla.allocations
+                    .iter()
+                    .filter(|a| f(a))
+                    .map(|a| a.size)
+                    .sum::<u64>(),
+            )
         };
-        check("argument bytes (parameter allocations)", t.argument_bytes, sum(&|a| a.is_parameter()), &mut v);
-        check("output bytes (maybe-live-out allocations)", t.output_bytes, sum(&|a| a.maybe_live_out), &mut v);
+        check(
+            "argument bytes (parameter allocations)",
+            t.argument_bytes,
+            sum(&|a| a.is_parameter()),
+            &mut v,
+        );
+        check(
+            "output bytes (maybe-live-out allocations)",
+            t.output_bytes,
+            sum(&|a| a.maybe_live_out),
+            &mut v,
+        );
         check(
             "alias bytes (donated parameter allocations)",
             t.alias_bytes,
             sum(&|a| a.is_parameter() && a.maybe_live_out),
             &mut v,
         );
-        check("temp bytes (preallocated-temp allocations)", t.temp_bytes, sum(&|a| a.preallocated_temp), &mut v);
+        check(
+            "temp bytes (preallocated-temp allocations)",
+            t.temp_bytes,
+            sum(&|a| a.preallocated_temp),
+            &mut v,
+        );
         compare_allocations(module, model, xla, &mut v);
     }
     if let Some(lr) = &xla.live_ranges {
@@ -95,11 +126,21 @@ fn value_index(module: &Module, model: &MemoryModel) -> HashMap<(String, Vec<u64
         .iter()
         .enumerate()
         .filter(|(_, value)| !module.instr(value.instr).synthetic)
-        .map(|(i, value)| ((module.instr(value.instr).name.clone(), value.index.clone()), ValueId(i as u32)))
+        .map(|(i, value)| {
+            (
+                (module.instr(value.instr).name.clone(), value.index.clone()),
+                ValueId(i as u32),
+            )
+        })
         .collect()
 }
 
-fn compare_allocations(module: &Module, model: &MemoryModel, xla: &XlaReports, v: &mut Verification) {
+fn compare_allocations(
+    module: &Module,
+    model: &MemoryModel,
+    xla: &XlaReports,
+    v: &mut Verification,
+) {
     let ours = value_index(module, model);
     let assignment = &model.assignment;
     let mut misplaced = Vec::new();
@@ -107,13 +148,18 @@ fn compare_allocations(module: &Module, model: &MemoryModel, xla: &XlaReports, v
         // Which of our allocations holds most of this one's values?
         let mut votes: HashMap<usize, usize> = HashMap::new();
         for value in &allocation.values {
-            let Some(&id) = ours.get(&(value.name.clone(), value.index.clone())) else { continue };
+            let Some(&id) = ours.get(&(value.name.clone(), value.index.clone())) else {
+                continue;
+            };
             let buffer = model.dataflow.values[id.index()].buffer;
             if let Some(a) = assignment.allocation_of[buffer.index()] {
                 *votes.entry(a).or_default() += 1;
             }
         }
-        let Some((&mine, _)) = votes.iter().max_by_key(|&(a, n)| (*n, std::cmp::Reverse(*a))) else {
+        let Some((&mine, _)) = votes
+            .iter()
+            .max_by_key(|&(a, n)| (*n, std::cmp::Reverse(*a)))
+        else {
             continue;
         };
         v.checked += 1;
@@ -127,9 +173,14 @@ fn compare_allocations(module: &Module, model: &MemoryModel, xla: &XlaReports, v
         for value in &allocation.values {
             let place = ours
                 .get(&(value.name.clone(), value.index.clone()))
-                .and_then(|id| assignment.allocation_of[model.dataflow.values[id.index()].buffer.index()]);
+                .and_then(|id| {
+                    assignment.allocation_of[model.dataflow.values[id.index()].buffer.index()]
+                });
             if place != Some(mine) {
-                misplaced.push(format!("{}{:?} (XLA's allocation {})", value.name, value.index, allocation.index));
+                misplaced.push(format!(
+                    "{}{:?} (XLA's allocation {})",
+                    value.name, value.index, allocation.index
+                ));
             }
         }
     }
@@ -168,16 +219,27 @@ fn compare_live_ranges(
     let mut differing = Vec::new();
     for (name, index, start, end) in &lr.ranges {
         v.checked += 1;
-        let mine = ours.get(&(name.clone(), index.clone())).and_then(|id| model.ranges[id.index()]);
+        let mine = ours
+            .get(&(name.clone(), index.clone()))
+            .and_then(|id| model.ranges[id.index()]);
         match mine {
             Some(r) if u64::from(r.start) == *start && u64::from(r.end) == *end => {}
-            Some(r) => differing.push(format!("{name}{index:?}: hlomem {}-{}, XLA {start}-{end}", r.start, r.end)),
-            None => differing.push(format!("{name}{index:?}: no live range in hlomem, XLA {start}-{end}")),
+            Some(r) => differing.push(format!(
+                "{name}{index:?}: hlomem {}-{}, XLA {start}-{end}",
+                r.start, r.end
+            )),
+            None => differing.push(format!(
+                "{name}{index:?}: no live range in hlomem, XLA {start}-{end}"
+            )),
         }
     }
     if !differing.is_empty() {
         v.disagreements.push(Disagreement {
-            what: format!("{} of {} live ranges differ", differing.len(), lr.ranges.len()),
+            what: format!(
+                "{} of {} live ranges differ",
+                differing.len(),
+                lr.ranges.len()
+            ),
             hlomem: "see XLA column".into(),
             xla: list(&differing),
         });
@@ -186,8 +248,11 @@ fn compare_live_ranges(
     if let Some(t) = lr.peak_time {
         v.checked += 1;
         let t = t as u32;
-        let theirs: std::collections::BTreeSet<String> =
-            lr.peak_values.iter().map(|(n, i, _)| format!("{n}{i:?}")).collect();
+        let theirs: std::collections::BTreeSet<String> = lr
+            .peak_values
+            .iter()
+            .map(|(n, i, _)| format!("{n}{i:?}"))
+            .collect();
         let mine: std::collections::BTreeSet<String> = ours
             .iter()
             .filter(|(_, id)| model.ranges[id.index()].is_some_and(|r| r.start <= t && t <= r.end))

@@ -67,7 +67,11 @@ pub fn run() -> ExitCode {
     let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
     let stderr_color = use_color(cli.color, std::io::stderr().is_terminal());
     match cli.command {
-        Command::Analyze { paths, format, verify } => {
+        Command::Analyze {
+            paths,
+            format,
+            verify,
+        } => {
             let report = hlomem::analyze_paths(&paths, hlomem::AnalyzeOptions { verify });
             let mut stderr = std::io::stderr().lock();
             for error in &report.errors {

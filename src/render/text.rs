@@ -28,10 +28,23 @@ fn bold(text: &str, options: RenderOptions) -> String {
 }
 
 fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{} {}", bold("module", options), bold(&m.name, options))?;
+    writeln!(
+        out,
+        "{} {}",
+        bold("module", options),
+        bold(&m.name, options)
+    )?;
     writeln!(out, "  file          {}", m.file)?;
-    let scheduled = if m.scheduled { "scheduled (after optimizations)" } else { "not scheduled" };
-    writeln!(out, "  size          {} computations, {} instructions, {scheduled}", m.computations, m.instructions)?;
+    let scheduled = if m.scheduled {
+        "scheduled (after optimizations)"
+    } else {
+        "not scheduled"
+    };
+    writeln!(
+        out,
+        "  size          {} computations, {} instructions, {scheduled}",
+        m.computations, m.instructions
+    )?;
     if m.num_partitions > 1 || m.replica_count > 1 {
         writeln!(
             out,
@@ -40,26 +53,67 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         )?;
     }
     if !m.unknown_opcodes.is_empty() {
-        let list: Vec<String> = m.unknown_opcodes.iter().map(|(op, n)| format!("{op} ({n})")).collect();
-        writeln!(out, "  unknown ops   {} (parsed generically)", list.join(", "))?;
+        let list: Vec<String> = m
+            .unknown_opcodes
+            .iter()
+            .map(|(op, n)| format!("{op} ({n})"))
+            .collect();
+        writeln!(
+            out,
+            "  unknown ops   {} (parsed generically)",
+            list.join(", ")
+        )?;
     }
 
     let mem = &m.memory;
     writeln!(out)?;
-    writeln!(out, "  {}", bold("memory (XLA's buffer assignment)", options))?;
+    writeln!(
+        out,
+        "  {}",
+        bold("memory (XLA's buffer assignment)", options)
+    )?;
     let rows = [
-        ["total".to_string(), human_bytes(mem.total_bytes), "everything the module needs at once: XLA's \"Total bytes used\"".into()],
-        ["arguments".into(), human_bytes(mem.argument_bytes), "entry parameters, held by the caller for the whole run".into()],
-        ["outputs".into(), human_bytes(mem.output_bytes), "buffers that may be returned (maybe-live-out)".into()],
-        ["aliased".into(), human_bytes(mem.alias_bytes), "donated parameters reused as outputs (counted in both above)".into()],
-        ["temp".into(), human_bytes(mem.temp_bytes), "one scratch block for intermediates, packed by the heap simulator".into()],
-        ["live peak".into(), human_bytes(mem.live_peak_bytes), "most bytes live at one moment, each buffer once".into()],
+        [
+            "total".to_string(),
+            human_bytes(mem.total_bytes),
+            "everything the module needs at once: XLA's \"Total bytes used\"".into(),
+        ],
+        [
+            "arguments".into(),
+            human_bytes(mem.argument_bytes),
+            "entry parameters, held by the caller for the whole run".into(),
+        ],
+        [
+            "outputs".into(),
+            human_bytes(mem.output_bytes),
+            "buffers that may be returned (maybe-live-out)".into(),
+        ],
+        [
+            "aliased".into(),
+            human_bytes(mem.alias_bytes),
+            "donated parameters reused as outputs (counted in both above)".into(),
+        ],
+        [
+            "temp".into(),
+            human_bytes(mem.temp_bytes),
+            "one scratch block for intermediates, packed by the heap simulator".into(),
+        ],
+        [
+            "live peak".into(),
+            human_bytes(mem.live_peak_bytes),
+            "most bytes live at one moment, each buffer once".into(),
+        ],
     ];
     write_table(out, &rows)?;
 
     if !m.peak.buffers.is_empty() {
         writeln!(out)?;
-        let at = m.peak.instruction.as_deref().map(|i| format!(", at {i}")).unwrap_or_default();
+        let at = m
+            .peak
+            .instruction
+            .as_deref()
+            .map(|i| format!(", at {i}"))
+            .unwrap_or_default();
         writeln!(
             out,
             "  {} (schedule position {}{at}): {} buffers",
@@ -85,19 +139,40 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                     (None, Some(src)) => src.clone(),
                     (None, None) => String::new(),
                 };
-                [human_bytes(b.bytes), b.kind.as_str().to_string(), b.shape.to_string(), format!("{}{index}", b.name), what]
+                [
+                    human_bytes(b.bytes),
+                    b.kind.as_str().to_string(),
+                    b.shape.to_string(),
+                    format!("{}{index}", b.name),
+                    what,
+                ]
             })
             .collect();
         write_table(out, &rows)?;
         let hidden = m.peak.buffers.len().saturating_sub(PEAK_BUFFERS_SHOWN);
         if hidden > 0 {
-            let bytes: u64 = m.peak.buffers.iter().skip(PEAK_BUFFERS_SHOWN).map(|b| b.bytes).sum();
-            writeln!(out, "     ... and {hidden} smaller buffers ({})", human_bytes(bytes))?;
+            let bytes: u64 = m
+                .peak
+                .buffers
+                .iter()
+                .skip(PEAK_BUFFERS_SHOWN)
+                .map(|b| b.bytes)
+                .sum();
+            writeln!(
+                out,
+                "     ... and {hidden} smaller buffers ({})",
+                human_bytes(bytes)
+            )?;
         }
     }
 
     writeln!(out)?;
-    writeln!(out, "  parameters: {} in {}", m.parameters.len(), human_bytes(m.parameter_bytes))?;
+    writeln!(
+        out,
+        "  parameters: {} in {}",
+        m.parameters.len(),
+        human_bytes(m.parameter_bytes)
+    )?;
     let rows: Vec<[String; 5]> = m
         .parameters
         .iter()
@@ -114,7 +189,12 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     write_table(out, &rows)?;
 
     writeln!(out)?;
-    writeln!(out, "  outputs: {} in {}", m.outputs.len(), human_bytes(m.output_bytes))?;
+    writeln!(
+        out,
+        "  outputs: {} in {}",
+        m.outputs.len(),
+        human_bytes(m.output_bytes)
+    )?;
     let rows: Vec<[String; 4]> = m
         .outputs
         .iter()
@@ -125,7 +205,12 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 .as_ref()
                 .map(|a| format!("in parameter #{}'s buffer (donated)", a.number))
                 .unwrap_or_default();
-            [format!("{{{}}}", index.join(",")), o.shape.to_string(), human_bytes(o.bytes), alias]
+            [
+                format!("{{{}}}", index.join(",")),
+                o.shape.to_string(),
+                human_bytes(o.bytes),
+                alias,
+            ]
         })
         .collect();
     write_table(out, &rows)?;
@@ -133,9 +218,19 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     if let Some(v) = &m.verification {
         writeln!(out)?;
         if v.checked == 0 {
-            writeln!(out, "  {}: nothing to compare ({})", bold("verify", options), v.notes.join("; "))?;
+            writeln!(
+                out,
+                "  {}: nothing to compare ({})",
+                bold("verify", options),
+                v.notes.join("; ")
+            )?;
         } else if v.agrees() {
-            writeln!(out, "  {}: all {} numbers agree with XLA's own reports", bold("verify", options), v.checked)?;
+            writeln!(
+                out,
+                "  {}: all {} numbers agree with XLA's own reports",
+                bold("verify", options),
+                v.checked
+            )?;
         } else {
             writeln!(
                 out,

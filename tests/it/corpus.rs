@@ -62,12 +62,16 @@ fn corpus_every_hlo_file_parses() {
 /// Every module of interest: `(case, after-optimizations file, its truth.json entry)`.
 fn modules_of_interest(root: &Path) -> Vec<(String, PathBuf, serde_json::Value)> {
     let mut out = Vec::new();
-    let mut cases: Vec<PathBuf> =
-        std::fs::read_dir(root.join("corpus/cases")).unwrap().flatten().map(|e| e.path()).collect();
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(root.join("corpus/cases"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     cases.sort();
     for case in cases {
         let truth: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(case.join("truth.json")).unwrap()).unwrap();
+            serde_json::from_str(&std::fs::read_to_string(case.join("truth.json")).unwrap())
+                .unwrap();
         for module in truth["modules_of_interest"].as_array().unwrap() {
             for prefix in module["dump_prefixes"].as_array().unwrap() {
                 let prefix = prefix.as_str().unwrap();
@@ -77,11 +81,18 @@ fn modules_of_interest(root: &Path) -> Vec<(String, PathBuf, serde_json::Value)>
                     .map(|e| e.path())
                     .find(|p| {
                         let name = p.file_name().unwrap().to_string_lossy();
-                        name.starts_with(&format!("{prefix}.")) && name.ends_with("after_optimizations.txt")
+                        name.starts_with(&format!("{prefix}."))
+                            && name.ends_with("after_optimizations.txt")
                     })
-                    .unwrap_or_else(|| panic!("{}: no after-optimizations file for {prefix}", case.display()));
+                    .unwrap_or_else(|| {
+                        panic!(
+                            "{}: no after-optimizations file for {prefix}",
+                            case.display()
+                        )
+                    });
                 let mut expected = module.clone();
-                expected["total_bytes_used"] = module["xla_reported"][prefix]["total_bytes_used"].clone();
+                expected["total_bytes_used"] =
+                    module["xla_reported"][prefix]["total_bytes_used"].clone();
                 let name = case.file_name().unwrap().to_string_lossy().into_owned();
                 out.push((format!("{name} {prefix}"), file, expected));
             }
@@ -99,11 +110,26 @@ fn corpus_argument_and_output_bytes_equal_memory_analysis() {
         let parsed = hlomem::load_module(file).unwrap();
         let summary = hlomem::report::ModuleReport::summarize(&parsed);
         let ma = &expected["memory_analysis"];
-        assert_eq!(summary.parameter_bytes, ma["argument_size_in_bytes"].as_u64().unwrap(), "{name}");
-        assert_eq!(summary.output_bytes, ma["output_size_in_bytes"].as_u64().unwrap(), "{name}");
+        assert_eq!(
+            summary.parameter_bytes,
+            ma["argument_size_in_bytes"].as_u64().unwrap(),
+            "{name}"
+        );
+        assert_eq!(
+            summary.output_bytes,
+            ma["output_size_in_bytes"].as_u64().unwrap(),
+            "{name}"
+        );
     }
-    assert!(modules.len() >= 40, "checked only {} modules", modules.len());
-    println!("argument and output bytes equal XLA's for {} modules", modules.len());
+    assert!(
+        modules.len() >= 40,
+        "checked only {} modules",
+        modules.len()
+    );
+    println!(
+        "argument and output bytes equal XLA's for {} modules",
+        modules.len()
+    );
 }
 
 /// Issue 3's bar: from the after-optimizations text alone (copied to an empty
@@ -121,15 +147,32 @@ fn corpus_memory_accounting_equals_xla() {
     for (name, file, expected) in &modules {
         let lone = scratch.join(file.file_name().unwrap());
         std::fs::copy(file, &lone).unwrap();
-        let memory = hlomem::report::ModuleReport::summarize(&hlomem::load_module(&lone).unwrap()).memory;
+        let memory =
+            hlomem::report::ModuleReport::summarize(&hlomem::load_module(&lone).unwrap()).memory;
         std::fs::remove_file(&lone).unwrap();
         let ma = &expected["memory_analysis"];
         let pairs = [
-            ("argument", memory.argument_bytes, ma["argument_size_in_bytes"].as_u64()),
-            ("output", memory.output_bytes, ma["output_size_in_bytes"].as_u64()),
-            ("alias", memory.alias_bytes, ma["alias_size_in_bytes"].as_u64()),
+            (
+                "argument",
+                memory.argument_bytes,
+                ma["argument_size_in_bytes"].as_u64(),
+            ),
+            (
+                "output",
+                memory.output_bytes,
+                ma["output_size_in_bytes"].as_u64(),
+            ),
+            (
+                "alias",
+                memory.alias_bytes,
+                ma["alias_size_in_bytes"].as_u64(),
+            ),
             ("temp", memory.temp_bytes, ma["temp_size_in_bytes"].as_u64()),
-            ("total", memory.total_bytes, expected["total_bytes_used"].as_u64()),
+            (
+                "total",
+                memory.total_bytes,
+                expected["total_bytes_used"].as_u64(),
+            ),
         ];
         let wrong: Vec<String> = pairs
             .iter()
@@ -142,7 +185,10 @@ fn corpus_memory_accounting_equals_xla() {
     }
     std::fs::remove_dir_all(&scratch).ok();
     let hits = modules.len() - misses.len();
-    println!("memory accounting equals XLA's for {hits}/{} modules", modules.len());
+    println!(
+        "memory accounting equals XLA's for {hits}/{} modules",
+        modules.len()
+    );
     assert!(misses.is_empty(), "{}", misses.join("\n"));
 }
 
@@ -158,7 +204,9 @@ fn corpus_live_ranges_and_peak_agree_with_xla() {
     for (name, file, _) in &modules {
         let module = hlomem::load_module(file).unwrap();
         let model = hlomem::analysis::analyze(&module);
-        let xla = hlomem::xla_report::XlaReports::load(file).unwrap().expect("the corpus has XLA's reports");
+        let xla = hlomem::xla_report::XlaReports::load(file)
+            .unwrap()
+            .expect("the corpus has XLA's reports");
         let verification = hlomem::analysis::verify::verify(&module, &model, &xla);
         let wrong: Vec<String> = verification
             .disagreements

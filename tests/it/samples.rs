@@ -113,9 +113,16 @@ fn samples_verify_against_xla_reports() {
     for path in sample_modules() {
         let module = hlomem::load_module(&path).unwrap();
         let model = hlomem::analysis::analyze(&module);
-        let xla = hlomem::xla_report::XlaReports::load(&path).unwrap().expect("samples keep XLA's reports");
+        let xla = hlomem::xla_report::XlaReports::load(&path)
+            .unwrap()
+            .expect("samples keep XLA's reports");
         let verification = hlomem::analysis::verify::verify(&module, &model, &xla);
         assert!(verification.checked > 10, "{}", path.display());
-        assert!(verification.agrees(), "{}: {:?}", path.display(), verification.disagreements);
+        assert!(
+            verification.agrees(),
+            "{}: {:?}",
+            path.display(),
+            verification.disagreements
+        );
     }
 }
