@@ -91,3 +91,56 @@ fn no_color_when_piped_or_with_no_color() {
         .unwrap();
     assert!(!out.stdout.contains(&0x1b));
 }
+
+#[test]
+fn verify_agrees_on_a_sample_and_exits_0() {
+    let out = hlomem()
+        .args(["analyze", "--verify", "samples/while_loop/dump"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("numbers agree with XLA's own reports"),
+        "{text}"
+    );
+}
+
+/// A report that says something else than hlomem computes: exit 1, and the
+/// number is named.
+#[test]
+fn verify_reports_a_disagreement_and_exits_1() {
+    let dir = std::env::temp_dir().join(format!("hlomem-verify-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = "module_0000.jit_fn.cpu_after_optimizations";
+    std::fs::copy(
+        format!(
+            "{}/samples/add_nodonate/dump/{stem}.txt",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        dir.join(format!("{stem}.txt")),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("{stem}-buffer-assignment-values.txt")),
+        "\nTotal bytes used: 12345 (12.1KiB)\n",
+    )
+    .unwrap();
+    let out = hlomem()
+        .args(["analyze", "--verify", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let d = &json["modules"][0]["verification"]["disagreements"][0];
+    assert_eq!(d["what"], "total bytes used");
+    assert_eq!(d["hlomem"], "24000000");
+    assert_eq!(d["xla"], "12345");
+}
