@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod error;
 pub mod hlo;
+pub mod oom;
 pub mod render;
 pub mod report;
 pub mod source;

@@ -33,7 +33,7 @@ pub struct MemoryModel {
 
 /// XLA's figures: `compiled.memory_analysis()` and the buffer assignment's
 /// "Total bytes used".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Totals {
     /// Entry parameters' allocations (`argument_size_in_bytes`).
     pub argument_bytes: u64,

@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod explain;
 use hlomem::render::{self, Format, RenderOptions};
 
 /// Static memory analysis of XLA HLO dumps.
@@ -45,6 +47,17 @@ enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Explain an out-of-memory message in plain words, with what to try.
+    Explain {
+        /// A file with the message (a traceback or log is fine); `-` or nothing reads standard input.
+        input: Option<PathBuf>,
+        /// An XLA dump folder of the program that failed: links the message's buffers
+        /// to instructions, arguments and source lines.
+        #[arg(long, value_name = "DIR")]
+        dump: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 pub const EXIT_OK: u8 = 0;
@@ -67,6 +80,19 @@ pub fn run() -> ExitCode {
     let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
     let stderr_color = use_color(cli.color, std::io::stderr().is_terminal());
     match cli.command {
+        Command::Explain {
+            input,
+            dump,
+            format,
+        } => explain::run(
+            input,
+            dump,
+            format,
+            RenderOptions {
+                color: stdout_color,
+            },
+            stderr_color,
+        ),
         Command::Analyze {
             paths,
             format,

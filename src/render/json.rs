@@ -1,8 +1,8 @@
 use std::io::{self, Write};
 
-use crate::report::Report;
+use serde::Serialize;
 
-pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+pub fn render<T: Serialize>(report: &T, out: &mut dyn Write) -> io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, report)?;
     writeln!(out)
 }

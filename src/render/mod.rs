@@ -1,11 +1,14 @@
-//! Renderers: a [`Report`] in, text out. They compute nothing; every number
-//! they print is already in the report.
+//! Renderers: a report in, text out. They compute nothing; every number they
+//! print is already in the report.
 
+mod explain;
 mod json;
+mod markdown;
 mod text;
 
 use std::io::{self, Write};
 
+use crate::report::explain::ExplainReport;
 use crate::report::Report;
 
 /// Output formats of `--format`.
@@ -15,6 +18,8 @@ pub enum Format {
     Text,
     /// For programs: exact byte counts.
     Json,
+    /// For pull-request and issue comments.
+    Markdown,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -23,6 +28,7 @@ pub struct RenderOptions {
     pub color: bool,
 }
 
+/// `hlomem analyze`.
 pub fn render(
     report: &Report,
     format: Format,
@@ -32,5 +38,20 @@ pub fn render(
     match format {
         Format::Text => text::render(report, options, out),
         Format::Json => json::render(report, out),
+        Format::Markdown => markdown::render(report, out),
+    }
+}
+
+/// `hlomem explain`.
+pub fn render_explain(
+    report: &ExplainReport,
+    format: Format,
+    options: RenderOptions,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        Format::Text => explain::render_text(report, options, out),
+        Format::Json => json::render(report, out),
+        Format::Markdown => explain::render_markdown(report, out),
     }
 }

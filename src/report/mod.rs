@@ -1,6 +1,8 @@
 //! The report: plain data that renderers print. This is the JSON contract, so
 //! field names here are the public interface; add fields, never rename them.
 
+pub mod explain;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -48,7 +50,7 @@ pub struct ModuleReport {
     /// Bytes of the entry's result (leaves and tuple index tables).
     pub output_bytes: u64,
     /// XLA's memory figures, computed from the HLO text alone.
-    pub memory: MemoryReport,
+    pub memory: crate::analysis::Totals,
     /// The moment the most bytes are live, and the buffers live then.
     pub peak: PeakReport,
     /// With `--verify`: where hlomem and XLA's own reports disagree.
@@ -57,19 +59,6 @@ pub struct ModuleReport {
     /// Opcodes this version of hlomem does not know, with their counts.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_opcodes: BTreeMap<String, usize>,
-}
-
-/// The numbers of `compiled.memory_analysis()` and the buffer assignment.
-#[derive(Debug, Serialize)]
-pub struct MemoryReport {
-    pub argument_bytes: u64,
-    pub output_bytes: u64,
-    pub alias_bytes: u64,
-    pub temp_bytes: u64,
-    /// XLA's "Total bytes used": every allocation the module needs.
-    pub total_bytes: u64,
-    /// Most bytes live at one moment, a buffer shared by aliased values counted once.
-    pub live_peak_bytes: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -182,14 +171,7 @@ impl ModuleReport {
             output_bytes: result.total_byte_size(),
             parameters,
             outputs,
-            memory: MemoryReport {
-                argument_bytes: model.totals.argument_bytes,
-                output_bytes: model.totals.output_bytes,
-                alias_bytes: model.totals.alias_bytes,
-                temp_bytes: model.totals.temp_bytes,
-                total_bytes: model.totals.total_bytes,
-                live_peak_bytes: model.totals.live_peak_bytes,
-            },
+            memory: model.totals,
             peak: PeakReport {
                 time: model.peak.time,
                 instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),

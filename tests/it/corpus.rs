@@ -218,3 +218,75 @@ fn corpus_verify_finds_no_disagreement() {
     }
     println!("{compared} numbers compared with XLA's reports, all agree");
 }
+
+/// Every real message users pasted is recognized, with the format its
+/// INDEX.md names, and its numbers read.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_every_oom_message_is_recognized() {
+    let root = corpus_root();
+    // file → (format, truncated, peak buffers or allocations listed)
+    let expected: &[(&str, &str, bool, usize)] = &[
+        ("000", "gpu-buffer-assignment", false, 3),
+        ("001", "tpu-compile", false, 0),
+        ("003", "tpu-compile", false, 0),
+        ("005", "tpu-compile", false, 0),
+        ("007", "tpu-compile", false, 20),
+        ("009", "tpu-runtime-reserve", true, 0),
+        ("011", "tpu-compile", false, 0),
+        ("013", "gpu-allocation", false, 0),
+        ("015", "tpu-compile", true, 1),
+        ("017", "tpu-compile", false, 0),
+        ("019", "tpu-runtime-allocate", false, 0),
+        ("021", "gpu-allocation", false, 0),
+        ("023", "gpu-buffer-assignment", true, 1),
+        ("025", "gpu-buffer-assignment", true, 4),
+        ("027", "tpu-compile", true, 1),
+        ("029", "gpu-buffer-assignment", true, 3),
+        ("031", "tpu-compile", false, 0),
+        ("033", "gpu-buffer-assignment", true, 1),
+        ("035", "gpu-allocation", false, 0),
+        ("037", "gpu-buffer-assignment", true, 0),
+        ("039", "tpu-compile-abort", false, 0),
+        ("041", "gpu-compile-warnings", true, 0),
+        ("043", "gpu-failed-request", false, 0),
+    ];
+    let files: Vec<_> = std::fs::read_dir(root.join("oom"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    assert_eq!(
+        files.len(),
+        expected.len(),
+        "a message without an expectation"
+    );
+    for (name, format, truncated, buffers) in expected {
+        let text = std::fs::read_to_string(root.join(format!("oom/{name}.txt"))).unwrap();
+        let msg = hlomem::oom::read(&text).unwrap_or_else(|| panic!("{name}: not recognized"));
+        assert_eq!(msg.format.name(), *format, "{name}");
+        assert_eq!(msg.truncated, *truncated, "{name}");
+        assert_eq!(msg.peak_buffers.len(), *buffers, "{name}");
+        if msg.format.name() == "gpu-buffer-assignment" && !msg.truncated {
+            assert!(msg.stats.total.is_some(), "{name}: stats not read");
+        }
+    }
+    // Spot checks of numbers read from real messages.
+    let read = |n: &str| {
+        hlomem::oom::read(&std::fs::read_to_string(root.join(format!("oom/{n}.txt"))).unwrap())
+            .unwrap()
+    };
+    assert_eq!(read("013").requested.unwrap().bytes, 4_984_907_648);
+    assert_eq!(read("043").requested.unwrap().bytes, 8_589_934_592);
+    let tpu = read("001").tpu.unwrap();
+    assert_eq!(tpu.memory_space.as_deref(), Some("hbm"));
+    assert_eq!(
+        hlomem::units::human_bytes(tpu.exceeded_by.unwrap().bytes),
+        "6.47GiB"
+    );
+    let m007 = read("007");
+    assert_eq!(m007.peak_buffers[0].op_type.as_deref(), Some("OneHot"));
+    assert!(m007.peak_buffers[0].padding.is_some());
+    println!("{} OOM messages recognized", expected.len());
+}

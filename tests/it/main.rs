@@ -3,6 +3,7 @@
 mod cli;
 mod corpus;
 mod errors;
+mod explain;
 mod parse;
 mod samples;
 mod support;

@@ -1,0 +1,76 @@
+//! `hlomem explain`.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use hlomem::oom;
+use hlomem::render::{self, Format, RenderOptions};
+use hlomem::report::explain::ExplainReport;
+
+use super::{EXIT_INPUT_ERROR, EXIT_OK};
+
+pub fn run(
+    input: Option<PathBuf>,
+    dump: Option<PathBuf>,
+    format: Format,
+    options: RenderOptions,
+    stderr_color: bool,
+) -> ExitCode {
+    let mut stderr = std::io::stderr().lock();
+    let (name, bytes) = match input.as_deref() {
+        None => ("standard input".to_string(), read_stdin()),
+        Some(p) if p.as_os_str() == "-" => ("standard input".to_string(), read_stdin()),
+        Some(p) => (
+            p.display().to_string(),
+            std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display())),
+        ),
+    };
+    let bytes = match bytes {
+        Ok(b) => b,
+        Err(e) => {
+            let _ = writeln!(stderr, "error: {e}");
+            return ExitCode::from(EXIT_INPUT_ERROR);
+        }
+    };
+    // Pasted logs are not always clean UTF-8; the message itself is ASCII.
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(message) = oom::read(&text) else {
+        let _ = writeln!(
+            stderr,
+            "error: no out-of-memory message found in {name}\n  looked for: {}\n  (hlomem explains XLA's messages; paste the whole error, tracebacks and log lines are fine)",
+            oom::LOOKED_FOR
+        );
+        return ExitCode::from(EXIT_INPUT_ERROR);
+    };
+    let links = match dump {
+        Some(dir) => match oom::dump::link(&message, &dir) {
+            Ok(links) => Some(links),
+            Err(e) => {
+                let _ = writeln!(stderr, "{}", e.render(stderr_color));
+                return ExitCode::from(EXIT_INPUT_ERROR);
+            }
+        },
+        None => None,
+    };
+    let explanation = oom::explain::explain(&message, links);
+    let report = ExplainReport::build(&message, explanation);
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) =
+        render::render_explain(&report, format, options, &mut stdout).and_then(|_| stdout.flush())
+    {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = writeln!(stderr, "error: cannot write output: {e}");
+            return ExitCode::from(EXIT_INPUT_ERROR);
+        }
+    }
+    ExitCode::from(EXIT_OK)
+}
+
+fn read_stdin() -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read standard input: {e}"))?;
+    Ok(bytes)
+}

@@ -1,0 +1,254 @@
+//! `explain --dump DIR`: finds the module of a dump that the message is about
+//! and links the message's buffers to its instructions, so the explanation can
+//! name arguments, source lines and what could have been donated.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::model::{Amount, OomMessage, PeakBuffer};
+use crate::analysis::{self, MemoryModel};
+use crate::hlo::{InstrId, Module, Opcode, Shape};
+use crate::Error;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DumpLinks {
+    pub module: String,
+    pub file: String,
+    /// hlomem's accounting of that module (XLA's numbers, per issue 3).
+    pub memory: crate::analysis::Totals,
+    pub buffers: Vec<LinkedBuffer>,
+    pub donation_candidates: Vec<DonationCandidate>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkedBuffer {
+    /// The message's buffer number.
+    pub number: u64,
+    pub instruction: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<u64>,
+    /// The JAX argument (`op_name` of the parameter), or the op's name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+}
+
+/// An output that could live in an input's buffer, but the input is not donated.
+#[derive(Debug, Clone, Serialize)]
+pub struct DonationCandidate {
+    pub parameter: u64,
+    pub argument: String,
+    pub output: String,
+    pub shape: String,
+    pub bytes: u64,
+}
+
+/// A shape as the messages print it: no layout.
+fn plain(shape: &Shape) -> String {
+    match shape {
+        Shape::Array(a) => {
+            let mut a = a.clone();
+            a.layout = None;
+            a.to_string()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// How far a module's numbers are from the message's (relative, summed).
+fn distance(msg: &OomMessage, model: &MemoryModel) -> f64 {
+    let t = &model.totals;
+    let pairs = [
+        (msg.stats.parameter, t.argument_bytes),
+        (msg.stats.maybe_live_out, t.output_bytes),
+        (msg.stats.preallocated_temp, t.temp_bytes),
+        (msg.stats.total, t.total_bytes),
+        (msg.requested, t.temp_bytes.max(t.output_bytes)),
+    ];
+    let mut d = 0.0;
+    for (theirs, ours) in pairs {
+        if let Some(Amount { bytes, .. }) = theirs {
+            let scale = bytes.max(ours).max(1) as f64;
+            d += (bytes as f64 - ours as f64).abs() / scale;
+        }
+    }
+    d
+}
+
+/// Links the message to the best-matching module in `dir`.
+pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
+    let inputs: Vec<PathBuf> = crate::collect_inputs(&[dir.to_path_buf()]);
+    let mut best: Option<(f64, Module, MemoryModel)> = None;
+    for path in inputs {
+        let module = crate::load_module(&path)?;
+        let model = analysis::analyze(&module);
+        let d = distance(msg, &model) + shape_mismatches(msg, &module) as f64;
+        if best.as_ref().is_none_or(|(bd, _, _)| d < *bd) {
+            best = Some((d, module, model));
+        }
+    }
+    let (_, module, model) = best.ok_or_else(|| {
+        Error::Usage(format!(
+            "{} has no after-optimizations HLO file",
+            dir.display()
+        ))
+    })?;
+    let mut used = Vec::new();
+    let buffers = msg
+        .peak_buffers
+        .iter()
+        .filter_map(|b| link_buffer(&module, b, &mut used))
+        .collect();
+    Ok(DumpLinks {
+        module: module.name.clone(),
+        file: module.path.display().to_string(),
+        memory: model.totals,
+        buffers,
+        donation_candidates: donation_candidates(&module, &model),
+    })
+}
+
+/// Message buffers whose shape appears nowhere in the module.
+fn shape_mismatches(msg: &OomMessage, module: &Module) -> usize {
+    msg.peak_buffers
+        .iter()
+        .filter_map(|b| b.shape.as_deref())
+        .filter(|s| !module.instructions.iter().any(|i| plain(&i.shape) == *s))
+        .count()
+}
+
+/// Drops the `jit(main)/` levels older JAX put in op names, for comparison.
+fn normalize_op_name(name: &str) -> String {
+    name.split('/')
+        .filter(|part| *part != "jit(main)")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+fn link_buffer(module: &Module, b: &PeakBuffer, used: &mut Vec<InstrId>) -> Option<LinkedBuffer> {
+    let shape = b.shape.as_deref()?;
+    let entry = module.entry();
+    let found = if b.kind.as_deref() == Some("parameter") {
+        entry
+            .parameters
+            .iter()
+            .copied()
+            .find(|p| plain(&module.instr(*p).shape) == shape && !used.contains(p))
+    } else {
+        let wanted = b.op_name.as_deref().map(normalize_op_name);
+        let candidates: Vec<InstrId> = entry
+            .instructions
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let instr = module.instr(i);
+                instr.opcode != Opcode::Parameter
+                    && plain(&instr.shape) == shape
+                    && !used.contains(&i)
+            })
+            .collect();
+        candidates
+            .iter()
+            .copied()
+            .find(|&i| {
+                wanted.is_some() && module.op_name(i).map(|o| normalize_op_name(&o)) == wanted
+            })
+            .or_else(|| {
+                candidates
+                    .iter()
+                    .copied()
+                    .find(|&i| b.label.as_deref() == Some(module.instr(i).opcode.as_str()))
+            })
+            .or_else(|| candidates.first().copied())
+    }?;
+    used.push(found);
+    let location = module.source_location(found);
+    Some(LinkedBuffer {
+        number: b.number,
+        instruction: module.instr(found).name.clone(),
+        parameter: module.instr(found).parameter_number,
+        op_name: module.op_name(found),
+        source: location.as_ref().map(|l| l.to_string()),
+        function: location.and_then(|l| l.function),
+    })
+}
+
+/// Outputs with an input's exact shape where the input is not donated and is
+/// not read after the output is written (notes §5.2: XLA pairs by size).
+pub fn donation_candidates(module: &Module, model: &MemoryModel) -> Vec<DonationCandidate> {
+    let entry = module.entry();
+    let root = module.instr(entry.root);
+    let aliased_outputs: Vec<&Vec<u64>> = module
+        .header
+        .input_output_alias
+        .iter()
+        .map(|a| &a.output_index)
+        .collect();
+    let aliased_params: Vec<u64> = module
+        .header
+        .input_output_alias
+        .iter()
+        .map(|a| a.parameter)
+        .collect();
+    let mut taken: Vec<u64> = Vec::new();
+    let mut out = Vec::new();
+    for (index, shape) in root.shape.leaves() {
+        if aliased_outputs.contains(&&index) {
+            continue;
+        }
+        let Some(node) = analysis::dataflow::node_of(&root.shape, &index) else {
+            continue;
+        };
+        let Some(&value) = model.dataflow.value_of[entry.root.index()].get(node) else {
+            continue;
+        };
+        let producer = model.dataflow.values[value.index()].instr;
+        let Some(written) = model.schedule.time(producer) else {
+            continue;
+        };
+        for &p in &entry.parameters {
+            let param = module.instr(p);
+            let number = param.parameter_number.unwrap_or(0);
+            if param.shape != *shape
+                || aliased_params.contains(&number)
+                || taken.contains(&number)
+                || p == producer
+            {
+                continue;
+            }
+            // The input must not be read after the output is written.
+            let last_read = model.dataflow.value_of[p.index()]
+                .first()
+                .map(|v| {
+                    model.dataflow.values[v.index()]
+                        .uses
+                        .iter()
+                        .filter_map(|(u, _)| model.schedule.time(*u))
+                        .max()
+                        .unwrap_or(0)
+                })
+                .unwrap_or(0);
+            if last_read > written {
+                continue;
+            }
+            taken.push(number);
+            out.push(DonationCandidate {
+                parameter: number,
+                argument: module.op_name(p).unwrap_or_else(|| param.name.clone()),
+                output: if index.is_empty() {
+                    "result".into()
+                } else {
+                    format!("result {index:?}")
+                },
+                shape: plain(shape),
+                bytes: shape.byte_size(),
+            });
+            break;
+        }
+    }
+    out
+}

@@ -1,0 +1,100 @@
+//! `hlomem analyze --format markdown`: tables for a pull-request comment.
+
+use std::io::{self, Write};
+
+use crate::report::{ModuleReport, Report};
+use crate::units::human_bytes;
+
+pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    for (i, m) in report.modules.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        render_module(m, out)?;
+    }
+    for e in &report.errors {
+        let at = match (e.line, e.column) {
+            (Some(l), Some(c)) => format!(":{l}:{c}"),
+            _ => String::new(),
+        };
+        writeln!(out, "\n> **error** in `{}{at}`: {}", e.file, e.message)?;
+    }
+    Ok(())
+}
+
+fn render_module(m: &ModuleReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "### `{}`", m.name)?;
+    writeln!(out)?;
+    writeln!(
+        out,
+        "`{}`: {} computations, {} instructions",
+        m.file, m.computations, m.instructions
+    )?;
+    if m.num_partitions > 1 || m.replica_count > 1 {
+        writeln!(
+            out,
+            "({} partitions x {} replicas: sizes are per device)",
+            m.num_partitions, m.replica_count
+        )?;
+    }
+    writeln!(out)?;
+    let mem = &m.memory;
+    writeln!(
+        out,
+        "| total | arguments | outputs | aliased | temp | live peak |"
+    )?;
+    writeln!(out, "|---:|---:|---:|---:|---:|---:|")?;
+    writeln!(
+        out,
+        "| {} | {} | {} | {} | {} | {} |",
+        human_bytes(mem.total_bytes),
+        human_bytes(mem.argument_bytes),
+        human_bytes(mem.output_bytes),
+        human_bytes(mem.alias_bytes),
+        human_bytes(mem.temp_bytes),
+        human_bytes(mem.live_peak_bytes)
+    )?;
+    if !m.peak.buffers.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Live at the peak (schedule position {}):", m.peak.time)?;
+        writeln!(out)?;
+        writeln!(out, "| size | kind | shape | buffer | op | source |")?;
+        writeln!(out, "|---:|---|---|---|---|---|")?;
+        for b in m.peak.buffers.iter().take(10) {
+            writeln!(
+                out,
+                "| {} | {} | `{}` | `{}` | {} | {} |",
+                human_bytes(b.bytes),
+                b.kind.as_str(),
+                b.shape,
+                b.name,
+                b.op_name
+                    .as_deref()
+                    .map(|o| format!("`{o}`"))
+                    .unwrap_or_default(),
+                b.source.as_deref().unwrap_or("")
+            )?;
+        }
+    }
+    if let Some(v) = &m.verification {
+        writeln!(out)?;
+        if v.agrees() {
+            writeln!(
+                out,
+                "Verified against XLA's own reports: {} numbers agree.",
+                v.checked
+            )?;
+        } else {
+            writeln!(
+                out,
+                "**{} of {} numbers disagree with XLA's own reports:**",
+                v.disagreements.len(),
+                v.checked
+            )?;
+            for d in &v.disagreements {
+                writeln!(out, "- {}: hlomem {}, XLA {}", d.what, d.hlomem, d.xla)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,123 @@
+//! The JSON contract of `hlomem explain`: the message's facts as exact
+//! numbers, and the explanation built from them.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::oom::explain::Explanation;
+use crate::oom::model::{Amount, OomMessage};
+
+#[derive(Debug, Serialize)]
+pub struct ExplainReport {
+    /// The recognized format (`gpu-buffer-assignment`, `tpu-compile`, ...).
+    pub format: &'static str,
+    pub truncated: bool,
+    pub requested_bytes: Option<u64>,
+    /// The requested size was printed rounded (`13.77GiB`): the nearest byte count.
+    pub requested_approximate: bool,
+    /// `parameter_bytes`, `constant_bytes`, `maybe_live_out_bytes`, `preallocated_temp_bytes`,
+    /// `preallocated_temp_fragmentation_bytes`, `total_bytes`, `fragmentation_bytes`.
+    pub stats: BTreeMap<&'static str, u64>,
+    /// Which of `stats` were printed rounded.
+    pub approximate: Vec<&'static str>,
+    pub peak_buffers: Vec<PeakBufferJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpu: Option<TpuJson>,
+    pub explanation: Explanation,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PeakBufferJson {
+    pub number: u64,
+    pub size_bytes: Option<u64>,
+    pub shape: Option<String>,
+    pub kind: Option<String>,
+    pub op_name: Option<String>,
+    pub source_file: Option<String>,
+    pub source_line: Option<u64>,
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unpadded_size_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub padding_bytes: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TpuJson {
+    pub memory_space: Option<String>,
+    pub used_bytes: Option<u64>,
+    pub capacity_bytes: Option<u64>,
+    pub exceeded_by_bytes: Option<u64>,
+    pub total_usage_bytes: Option<u64>,
+    pub program_requirement_bytes: Option<u64>,
+    pub free_bytes: Option<u64>,
+    /// Every size here is printed rounded by the TPU compiler.
+    pub approximate: bool,
+}
+
+fn bytes(a: Option<Amount>) -> Option<u64> {
+    a.map(|a| a.bytes)
+}
+
+impl ExplainReport {
+    pub fn build(msg: &OomMessage, explanation: Explanation) -> ExplainReport {
+        let s = &msg.stats;
+        let mut stats = BTreeMap::new();
+        let mut approximate = Vec::new();
+        for (name, value) in [
+            ("parameter_bytes", s.parameter),
+            ("constant_bytes", s.constant),
+            ("maybe_live_out_bytes", s.maybe_live_out),
+            ("preallocated_temp_bytes", s.preallocated_temp),
+            (
+                "preallocated_temp_fragmentation_bytes",
+                s.preallocated_temp_fragmentation,
+            ),
+            ("total_bytes", s.total),
+            ("fragmentation_bytes", s.total_fragmentation),
+        ] {
+            if let Some(a) = value {
+                stats.insert(name, a.bytes);
+                if a.approximate {
+                    approximate.push(name);
+                }
+            }
+        }
+        ExplainReport {
+            format: msg.format.name(),
+            truncated: msg.truncated,
+            requested_bytes: bytes(msg.requested),
+            requested_approximate: msg.requested.is_some_and(|a| a.approximate),
+            stats,
+            approximate,
+            peak_buffers: msg
+                .peak_buffers
+                .iter()
+                .map(|b| PeakBufferJson {
+                    number: b.number,
+                    size_bytes: bytes(b.size),
+                    shape: b.shape.clone(),
+                    kind: b.kind.clone(),
+                    op_name: b.op_name.clone(),
+                    source_file: b.source_file.clone(),
+                    source_line: b.source_line,
+                    label: b.label.clone(),
+                    unpadded_size_bytes: bytes(b.unpadded_size),
+                    padding_bytes: bytes(b.padding),
+                })
+                .collect(),
+            tpu: msg.tpu.as_ref().map(|t| TpuJson {
+                memory_space: t.memory_space.clone(),
+                used_bytes: bytes(t.used),
+                capacity_bytes: bytes(t.capacity),
+                exceeded_by_bytes: bytes(t.exceeded_by),
+                total_usage_bytes: bytes(t.total_usage),
+                program_requirement_bytes: bytes(t.program_requirement),
+                free_bytes: bytes(t.free),
+                approximate: true,
+            }),
+            explanation,
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! `hlomem explain`: every message format, the motivating example point by
+//! point, linking to a dump, and input that is not an OOM message.
+
+use std::process::Command;
+
+use crate::support::{relative, snapshot_settings};
+
+fn explain(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("explain")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn sample_messages_explained_in_text_and_markdown() {
+    snapshot_settings().bind(|| {
+        insta::glob!("../../samples/oom", "*.txt", |path| {
+            let path = relative(path);
+            let path = path.to_str().unwrap();
+            let (code, text, err) = explain(&[path]);
+            assert_eq!(code, Some(0), "{path}: {err}");
+            insta::assert_snapshot!("explain_text", text);
+            let (_, markdown, _) = explain(&[path, "--format", "markdown"]);
+            insta::assert_snapshot!("explain_markdown", markdown);
+        });
+    });
+}
+
+#[test]
+fn sample_message_formats() {
+    let expected = [
+        ("motivating", "gpu-buffer-assignment", false),
+        ("gpu_add_small", "gpu-buffer-assignment", false),
+        ("gpu_one_line", "gpu-allocation", false),
+        ("gpu_temp_logged", "gpu-buffer-assignment", false),
+        ("gpu_failed_request", "gpu-failed-request", false),
+        ("gpu_truncated", "gpu-buffer-assignment", true),
+        ("gpu_compile_warnings", "gpu-compile-warnings", false),
+        ("host_oom", "host-allocation", false),
+        ("tpu_compile_hbm", "tpu-compile", false),
+        ("tpu_compile_vmem", "tpu-compile", false),
+        ("tpu_compile_abort", "tpu-compile-abort", false),
+        ("tpu_runtime_reserve", "tpu-runtime-reserve", false),
+        ("tpu_runtime_allocate", "tpu-runtime-allocate", false),
+    ];
+    for (name, format, truncated) in expected {
+        let path = format!("samples/oom/{name}.txt");
+        let (code, out, err) = explain(&[&path, "--format", "json"]);
+        assert_eq!(code, Some(0), "{name}: {err}");
+        let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(json["format"], format, "{name}");
+        assert_eq!(json["truncated"], truncated, "{name}");
+    }
+}
+
+/// The bar for the message this project started from.
+#[test]
+fn motivating_example_states_every_point() {
+    let (code, text, _) = explain(&["samples/oom/motivating.txt"]);
+    assert_eq!(code, Some(0));
+    for expected in [
+        // what failed: one allocation, which buffer it is
+        "one block of 13.77GiB (14787872288 bytes)",
+        "the result of `add` (fusion) at /home/user/kernels.py:178",
+        // each stat in plain words
+        "the arguments the caller passed in, held for the whole run",
+        "buffers that may be returned as results: allocated separately so they survive the program",
+        "one scratch block for all intermediate values, packed by XLA's heap simulator",
+        "wasted space: the total minus the most bytes ever live at once",
+        // the arithmetic
+        "27.54GiB parameters + 13.77GiB outputs = 41.32GiB total",
+        // the buffers grouped
+        "3 buffers of f64[42994,42994] (13.77GiB each, 41.32GiB together)",
+        "2 are inputs of the jitted function (entry parameters)",
+        "1 is the result of `add` (fusion) at /home/user/kernels.py:178",
+        // what to try, with savings
+        "jax.jit(fn, donate_argnums=0)",
+        "(saves 13.77GiB)",
+        "Use float32 instead of float64",
+        "(saves 20.66GiB)",
+        "Shard",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    let (_, json, _) = explain(&["samples/oom/motivating.txt", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["requested_bytes"], 14_787_872_288u64);
+    assert_eq!(json["requested_approximate"], false);
+    assert_eq!(
+        json["stats"]["parameter_bytes"].as_u64().unwrap() / (1 << 20),
+        28_200
+    );
+    assert!(json["approximate"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|a| a == "parameter_bytes"));
+    assert_eq!(json["peak_buffers"].as_array().unwrap().len(), 3);
+    assert_eq!(json["peak_buffers"][2]["source_line"], 178);
+    let advice = json["explanation"]["advice"].as_array().unwrap();
+    assert!(
+        advice.iter().any(|a| a["saves_bytes"] == 14_787_872_288u64),
+        "donation saves exactly one buffer"
+    );
+}
+
+/// `--dump` on the project's own sample: all three buffers are linked, the two
+/// parameters by argument name and the add by its source line.
+#[test]
+fn dump_links_every_buffer_of_the_add_sample() {
+    let (code, out, err) = explain(&[
+        "samples/oom/gpu_add_small.txt",
+        "--dump",
+        "samples/add_nodonate/dump",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let dump = &json["explanation"]["dump"];
+    assert_eq!(dump["module"], "jit_fn");
+    let buffers = dump["buffers"].as_array().unwrap();
+    assert_eq!(buffers.len(), 3);
+    assert_eq!(buffers[0]["instruction"], "wrapped_add");
+    assert_eq!(buffers[0]["source"], "samples/gen_samples.py:132");
+    let params: Vec<&serde_json::Value> =
+        buffers.iter().filter(|b| b["parameter"].is_u64()).collect();
+    assert_eq!(params.len(), 2);
+    assert_eq!(params[0]["op_name"], "a");
+    assert_eq!(params[1]["op_name"], "b");
+    // hlomem's own numbers for the module: XLA's (samples/add_nodonate/truth.json)
+    assert_eq!(dump["memory"]["total_bytes"], 24_000_000);
+    let candidates = dump["donation_candidates"].as_array().unwrap();
+    assert_eq!(candidates[0]["parameter"], 0);
+    assert_eq!(candidates[0]["bytes"], 8_000_000);
+}
+
+#[test]
+fn text_that_is_not_an_oom_message_exits_2() {
+    let (code, out, err) = explain(&["README.md"]);
+    assert_eq!(code, Some(2));
+    assert!(out.is_empty());
+    assert!(
+        err.contains("no out-of-memory message found in README.md"),
+        "{err}"
+    );
+    assert!(err.contains("looked for"), "{err}");
+}
+
+#[test]
+fn reads_standard_input() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .args(["explain", "-", "--format", "json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"E1015 12:00:00.1 1 x.cc:1] RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1024 bytes.\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["requested_bytes"], 1024);
+}
