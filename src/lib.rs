@@ -5,6 +5,7 @@
 
 pub mod analysis;
 pub mod error;
+pub mod findings;
 pub mod hlo;
 pub mod oom;
 pub mod render;

@@ -12,7 +12,7 @@ use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
 use super::liveness::LiveRange;
 use super::sharing;
-use crate::hlo::{Module, Opcode};
+use crate::hlo::{IoAlias, Module, Opcode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocationKind {
@@ -58,6 +58,7 @@ pub const CPU_ALIGNMENT: u64 = 64;
 
 pub fn assign(
     module: &Module,
+    aliases: &[IoAlias],
     graph: &ModuleGraph,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
@@ -124,12 +125,7 @@ pub fn assign(
         )
     });
 
-    let aliased_params: Vec<u64> = module
-        .header
-        .input_output_alias
-        .iter()
-        .map(|a| a.parameter)
-        .collect();
+    let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {

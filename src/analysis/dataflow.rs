@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use super::graph::{CompKind, ModuleGraph};
 use super::sharing;
-use crate::hlo::{CallRole, CompId, InstrId, Module, Opcode, Shape};
+use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Shape};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ValueId(pub u32);
@@ -113,7 +113,8 @@ struct Builder<'m> {
 }
 
 impl Dataflow {
-    pub fn build(module: &Module, graph: &ModuleGraph) -> Dataflow {
+    /// `aliases`: the entry's input/output aliasing (the module's own, or a what-if).
+    pub fn build(module: &Module, graph: &ModuleGraph, aliases: &[IoAlias]) -> Dataflow {
         let mut b = Builder {
             module,
             graph,
@@ -130,7 +131,7 @@ impl Dataflow {
                 b.evaluate(CompId(ci as u32), None);
             }
         }
-        b.add_io_aliases();
+        b.add_io_aliases(aliases);
         b.finish()
     }
 }
@@ -406,11 +407,11 @@ impl Builder<'_> {
     }
 
     /// Entry outputs aliased with parameters share the parameter's buffer.
-    fn add_io_aliases(&mut self) {
+    fn add_io_aliases(&mut self, aliases: &[IoAlias]) {
         let module = self.module;
         let entry = module.entry();
         let root = entry.root;
-        for alias in &module.header.input_output_alias {
+        for alias in aliases {
             let Some(&param) = entry.parameters.get(alias.parameter as usize) else {
                 continue;
             };

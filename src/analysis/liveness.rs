@@ -3,7 +3,7 @@
 
 use super::dataflow::{Dataflow, ValueId};
 use super::schedule::Schedule;
-use crate::hlo::{Module, Opcode};
+use crate::hlo::{IoAlias, Module, Opcode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveRange {
@@ -21,16 +21,12 @@ impl LiveRange {
 /// (fusion bodies, reducers).
 pub fn live_ranges(
     module: &Module,
+    aliases: &[IoAlias],
     dataflow: &Dataflow,
     schedule: &Schedule,
 ) -> Vec<Option<LiveRange>> {
     let n = schedule.len();
-    let aliased_params: Vec<u64> = module
-        .header
-        .input_output_alias
-        .iter()
-        .map(|a| a.parameter)
-        .collect();
+    let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
     let is_root = |id: crate::hlo::InstrId| module.comp(module.instr(id).computation).root == id;
     let span_end =
         |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.1);

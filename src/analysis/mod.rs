@@ -19,7 +19,7 @@ use self::dataflow::{BufferId, Dataflow, ValueId};
 use self::graph::ModuleGraph;
 use self::liveness::LiveRange;
 use self::schedule::Schedule;
-use crate::hlo::{InstrId, Module, Opcode};
+use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 
 /// Everything the accounting found for one module.
 pub struct MemoryModel {
@@ -105,11 +105,24 @@ fn alignment_for(module: &Module) -> u64 {
 }
 
 pub fn analyze(module: &Module) -> MemoryModel {
+    analyze_with_aliases(module, &module.header.input_output_alias)
+}
+
+/// The accounting as if the entry's input/output aliasing were `aliases`:
+/// what donating (or not donating) parameters would change (a what-if).
+pub fn analyze_with_aliases(module: &Module, aliases: &[IoAlias]) -> MemoryModel {
     let graph = ModuleGraph::build(module);
     let schedule = Schedule::build(module, &graph);
-    let dataflow = Dataflow::build(module, &graph);
-    let ranges = liveness::live_ranges(module, &dataflow, &schedule);
-    let assignment = assign::assign(module, &graph, &dataflow, &ranges, alignment_for(module));
+    let dataflow = Dataflow::build(module, &graph, aliases);
+    let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule);
+    let assignment = assign::assign(
+        module,
+        aliases,
+        &graph,
+        &dataflow,
+        &ranges,
+        alignment_for(module),
+    );
     let mut totals = Totals::default();
     for a in &assignment.allocations {
         totals.total_bytes = totals.total_bytes.saturating_add(a.size);

@@ -47,6 +47,11 @@ enum Command {
         #[arg(long)]
         verify: bool,
     },
+    /// Print the long explanation of a finding code (HM001...), or list them all.
+    ExplainCode {
+        /// A code (`HM001`) or name (`not-donated`); nothing lists every code.
+        code: Option<String>,
+    },
     /// Explain an out-of-memory message in plain words, with what to try.
     Explain {
         /// A file with the message (a traceback or log is fine); `-` or nothing reads standard input.
@@ -80,6 +85,7 @@ pub fn run() -> ExitCode {
     let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
     let stderr_color = use_color(cli.color, std::io::stderr().is_terminal());
     match cli.command {
+        Command::ExplainCode { code } => explain_code(code.as_deref()),
         Command::Explain {
             input,
             dump,
@@ -131,6 +137,32 @@ pub fn run() -> ExitCode {
                 EXIT_OK
             })
         }
+    }
+}
+
+fn explain_code(code: Option<&str>) -> ExitCode {
+    let mut stdout = std::io::stdout().lock();
+    match code {
+        None => {
+            for rule in hlomem::findings::CODES {
+                let _ = writeln!(stdout, "{}  {:<24} {}", rule.code, rule.name, rule.summary);
+            }
+            ExitCode::from(EXIT_OK)
+        }
+        Some(code) => match hlomem::findings::rule(code) {
+            Some(rule) => {
+                let _ = write!(stdout, "{}", rule.doc);
+                ExitCode::from(EXIT_OK)
+            }
+            None => {
+                let known: Vec<&str> = hlomem::findings::CODES.iter().map(|r| r.code).collect();
+                eprintln!(
+                    "error: no finding code {code:?}; known codes: {}",
+                    known.join(", ")
+                );
+                ExitCode::from(EXIT_INPUT_ERROR)
+            }
+        },
     }
 }
 

@@ -18,7 +18,7 @@ pub struct DumpLinks {
     /// hlomem's accounting of that module (XLA's numbers, per issue 3).
     pub memory: crate::analysis::Totals,
     pub buffers: Vec<LinkedBuffer>,
-    pub donation_candidates: Vec<DonationCandidate>,
+    pub donation_candidates: Vec<crate::findings::DonationCandidate>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -35,16 +35,6 @@ pub struct LinkedBuffer {
     pub source: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
-}
-
-/// An output that could live in an input's buffer, but the input is not donated.
-#[derive(Debug, Clone, Serialize)]
-pub struct DonationCandidate {
-    pub parameter: u64,
-    pub argument: String,
-    pub output: String,
-    pub shape: String,
-    pub bytes: u64,
 }
 
 /// A shape as the messages print it: no layout.
@@ -108,7 +98,7 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
         file: module.path.display().to_string(),
         memory: model.totals,
         buffers,
-        donation_candidates: donation_candidates(&module, &model),
+        donation_candidates: crate::findings::donation_candidates(&module, &model),
     })
 }
 
@@ -175,80 +165,4 @@ fn link_buffer(module: &Module, b: &PeakBuffer, used: &mut Vec<InstrId>) -> Opti
         source: location.as_ref().map(|l| l.to_string()),
         function: location.and_then(|l| l.function),
     })
-}
-
-/// Outputs with an input's exact shape where the input is not donated and is
-/// not read after the output is written (notes §5.2: XLA pairs by size).
-pub fn donation_candidates(module: &Module, model: &MemoryModel) -> Vec<DonationCandidate> {
-    let entry = module.entry();
-    let root = module.instr(entry.root);
-    let aliased_outputs: Vec<&Vec<u64>> = module
-        .header
-        .input_output_alias
-        .iter()
-        .map(|a| &a.output_index)
-        .collect();
-    let aliased_params: Vec<u64> = module
-        .header
-        .input_output_alias
-        .iter()
-        .map(|a| a.parameter)
-        .collect();
-    let mut taken: Vec<u64> = Vec::new();
-    let mut out = Vec::new();
-    for (index, shape) in root.shape.leaves() {
-        if aliased_outputs.contains(&&index) {
-            continue;
-        }
-        let Some(node) = analysis::dataflow::node_of(&root.shape, &index) else {
-            continue;
-        };
-        let Some(&value) = model.dataflow.value_of[entry.root.index()].get(node) else {
-            continue;
-        };
-        let producer = model.dataflow.values[value.index()].instr;
-        let Some(written) = model.schedule.time(producer) else {
-            continue;
-        };
-        for &p in &entry.parameters {
-            let param = module.instr(p);
-            let number = param.parameter_number.unwrap_or(0);
-            if param.shape != *shape
-                || aliased_params.contains(&number)
-                || taken.contains(&number)
-                || p == producer
-            {
-                continue;
-            }
-            // The input must not be read after the output is written.
-            let last_read = model.dataflow.value_of[p.index()]
-                .first()
-                .map(|v| {
-                    model.dataflow.values[v.index()]
-                        .uses
-                        .iter()
-                        .filter_map(|(u, _)| model.schedule.time(*u))
-                        .max()
-                        .unwrap_or(0)
-                })
-                .unwrap_or(0);
-            if last_read > written {
-                continue;
-            }
-            taken.push(number);
-            out.push(DonationCandidate {
-                parameter: number,
-                argument: module.op_name(p).unwrap_or_else(|| param.name.clone()),
-                output: if index.is_empty() {
-                    "result".into()
-                } else {
-                    format!("result {index:?}")
-                },
-                shape: plain(shape),
-                bytes: shape.byte_size(),
-            });
-            break;
-        }
-    }
-    out
 }

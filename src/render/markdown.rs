@@ -76,6 +76,27 @@ fn render_module(m: &ModuleReport, out: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    if !m.findings.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "| code | saves | finding | fix |")?;
+        writeln!(out, "|---|---:|---|---|")?;
+        for f in &m.findings {
+            let at = f
+                .source
+                .as_deref()
+                .map(|s| format!(" (`{s}`)"))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "| {} {} | {} | {}{at} | {} |",
+                f.code,
+                f.name,
+                human_bytes(f.bytes),
+                f.message,
+                f.fix
+            )?;
+        }
+    }
     if let Some(v) = &m.verification {
         writeln!(out)?;
         if v.agrees() {

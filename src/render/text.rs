@@ -166,6 +166,30 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         }
     }
 
+    if !m.findings.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "  {}", bold("findings", options))?;
+        for f in &m.findings {
+            writeln!(
+                out,
+                "    {} {} [{}]: {}",
+                f.code,
+                f.name,
+                human_bytes(f.bytes),
+                f.message
+            )?;
+            match (&f.instruction, &f.source) {
+                (Some(i), Some(src)) => writeln!(out, "      at {i} ({src})")?,
+                (Some(i), None) => writeln!(out, "      at {i}")?,
+                _ => {}
+            }
+            for e in &f.evidence {
+                writeln!(out, "      - {e}")?;
+            }
+            writeln!(out, "      fix: {}", f.fix)?;
+        }
+    }
+
     writeln!(out)?;
     writeln!(
         out,

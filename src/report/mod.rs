@@ -53,6 +53,8 @@ pub struct ModuleReport {
     pub memory: crate::analysis::Totals,
     /// The moment the most bytes are live, and the buffers live then.
     pub peak: PeakReport,
+    /// What wastes memory, most bytes first (`hlomem explain-code CODE`).
+    pub findings: Vec<crate::findings::Finding>,
     /// With `--verify`: where hlomem and XLA's own reports disagree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::analysis::verify::Verification>,
@@ -195,6 +197,7 @@ impl ModuleReport {
                     })
                     .collect(),
             },
+            findings: crate::findings::run(module, model),
             verification: None,
             unknown_opcodes,
         }

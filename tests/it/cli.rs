@@ -144,3 +144,23 @@ fn verify_reports_a_disagreement_and_exits_1() {
     assert_eq!(d["hlomem"], "24000000");
     assert_eq!(d["xla"], "12345");
 }
+
+#[test]
+fn explain_code_prints_every_code() {
+    let out = hlomem().args(["explain-code"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let list = String::from_utf8_lossy(&out.stdout);
+    for rule in hlomem::findings::CODES {
+        assert!(list.contains(rule.code), "{list}");
+        let out = hlomem().args(["explain-code", rule.code]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("## Fix"));
+    }
+    let out = hlomem()
+        .args(["explain-code", "not-donated"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("# HM001 not-donated"));
+    let out = hlomem().args(["explain-code", "HM999"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

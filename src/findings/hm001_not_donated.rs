@@ -1,0 +1,220 @@
+//! HM001 not-donated: an entry output could be written into an entry
+//! parameter's buffer (same byte size, the parameter is not read after the
+//! output is written), but the parameter is not donated.
+//!
+//! The bytes are real: the accounting is run again with the parameter aliased
+//! to the output (a what-if), and the finding reports the difference in XLA's
+//! "Total bytes used". Parameters are grouped by the Python argument they come
+//! from, since `donate_argnums` donates a whole argument.
+
+use super::{donate_fix, jax_argument, Finding};
+use crate::analysis::{self, dataflow::node_of, MemoryModel};
+use crate::hlo::{InstrId, IoAlias, Module, Opcode};
+use crate::units::human_bytes;
+
+struct Candidate {
+    parameter: u64,
+    output: Vec<u64>,
+    producer: InstrId,
+    bytes: u64,
+}
+
+pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+    let candidates = candidates(module, model);
+    // One what-if per Python argument (or per parameter without metadata).
+    let mut groups: Vec<(String, Vec<Candidate>)> = Vec::new();
+    for c in candidates {
+        let key = jax_argument(module, c.parameter)
+            .map_or_else(|| format!("#{}", c.parameter), |(name, _)| name);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, members)) => members.push(c),
+            None => groups.push((key, vec![c])),
+        }
+    }
+    groups.sort_by_key(|(_, members)| {
+        std::cmp::Reverse(members.iter().map(|c| c.bytes).sum::<u64>())
+    });
+
+    let mut aliases = module.header.input_output_alias.clone();
+    let mut total = model.totals.total_bytes;
+    let mut findings = Vec::new();
+    for (argument, members) in groups {
+        let before = aliases.len();
+        aliases.extend(members.iter().map(|c| IoAlias {
+            output_index: c.output.clone(),
+            parameter: c.parameter,
+            parameter_index: Vec::new(),
+            must_alias: false,
+        }));
+        let after = analysis::analyze_with_aliases(module, &aliases)
+            .totals
+            .total_bytes;
+        if after >= total {
+            // XLA already packs temporaries into these outputs: donating saves nothing.
+            aliases.truncate(before);
+            continue;
+        }
+        let saving = total - after;
+        total = after;
+        let first = &members[0];
+        let shape = module
+            .instr(module.entry().parameters[first.parameter as usize])
+            .shape
+            .to_string();
+        let what = if argument.starts_with('#') {
+            format!("parameter {}", first.parameter)
+        } else {
+            format!("argument `{argument}`")
+        };
+        let leaves = if members.len() == 1 {
+            format!("{shape} ({})", human_bytes(first.bytes))
+        } else {
+            format!(
+                "{} of its arrays ({} in all)",
+                members.len(),
+                human_bytes(members.iter().map(|c| c.bytes).sum())
+            )
+        };
+        let mut finding = Finding::new(
+            "HM001",
+            format!(
+                "{what} is not donated: the outputs could reuse {leaves}; donating saves {}",
+                human_bytes(saving)
+            ),
+            saving,
+            donate_fix(module, first.parameter),
+        )
+        .at(module, first.producer)
+        .parameter(module, first.parameter);
+        finding.output_index = Some(first.output.clone());
+        for c in &members {
+            let p = module.entry().parameters[c.parameter as usize];
+            finding.evidence.push(format!(
+                "parameter {} ({}) {} → output {:?}, written by {}{}",
+                c.parameter,
+                module
+                    .op_name(p)
+                    .unwrap_or_else(|| module.instr(p).name.clone()),
+                module.instr(p).shape,
+                c.output,
+                module.instr(c.producer).name,
+                module
+                    .source_location(c.producer)
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default()
+            ));
+        }
+        findings.push(finding);
+    }
+    findings
+}
+
+/// An output that could live in an input's buffer, but the input is not donated.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DonationCandidate {
+    pub parameter: u64,
+    pub argument: String,
+    pub output: String,
+    pub shape: String,
+    pub bytes: u64,
+}
+
+/// The pairs HM001 considers, for other reports (`explain --dump`).
+pub fn donation_candidates(module: &Module, model: &MemoryModel) -> Vec<DonationCandidate> {
+    candidates(module, model)
+        .into_iter()
+        .map(|c| {
+            let p = module.entry().parameters[c.parameter as usize];
+            DonationCandidate {
+                parameter: c.parameter,
+                argument: module
+                    .op_name(p)
+                    .unwrap_or_else(|| module.instr(p).name.clone()),
+                output: if c.output.is_empty() {
+                    "result".into()
+                } else {
+                    format!("result {:?}", c.output)
+                },
+                shape: module.instr(p).shape.to_string(),
+                bytes: c.bytes,
+            }
+        })
+        .collect()
+}
+
+/// Output leaves and parameters that could share a buffer, paired the way JAX
+/// pairs donated arguments (`_set_up_aliases`): each parameter, in order, with
+/// the first output of the same shape not yet taken. A pair is kept only when
+/// the parameter is not read after the output is written; otherwise XLA would
+/// have to copy it (HM003) and donating it would save nothing.
+fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
+    let entry = module.entry();
+    let root = module.instr(entry.root);
+    let header = &module.header;
+    let unavailable = |p: u64| {
+        header.input_output_alias.iter().any(|a| a.parameter == p)
+            || header.buffer_donors.iter().any(|d| d.parameter == p)
+    };
+    // Outputs that could receive a parameter: (index, shape, producer, write time).
+    let mut outputs: Vec<(Vec<u64>, &crate::hlo::Shape, InstrId, u32)> = root
+        .shape
+        .leaves()
+        .into_iter()
+        .filter(|(index, shape)| {
+            shape.byte_size() > 0
+                && !header
+                    .input_output_alias
+                    .iter()
+                    .any(|a| a.output_index == *index)
+        })
+        .filter_map(|(index, shape)| {
+            let node = node_of(&root.shape, &index)?;
+            let value = *model.dataflow.value_of[entry.root.index()].get(node)?;
+            let producer = model.dataflow.values[value.index()].instr;
+            if matches!(
+                module.instr(producer).opcode,
+                Opcode::Parameter | Opcode::Constant
+            ) {
+                return None;
+            }
+            Some((index, shape, producer, model.schedule.time(producer)?))
+        })
+        .collect();
+    let mut out = Vec::new();
+    for &p in &entry.parameters {
+        let instr = module.instr(p);
+        let Some(number) = instr.parameter_number else {
+            continue;
+        };
+        if instr.shape.is_tuple() || unavailable(number) {
+            continue;
+        }
+        let Some(i) = outputs
+            .iter()
+            .position(|(_, shape, _, _)| **shape == instr.shape)
+        else {
+            continue;
+        };
+        let (index, _, producer, written) = outputs.remove(i);
+        let last_read = model.dataflow.value_of[p.index()]
+            .first()
+            .map(|v| {
+                model.dataflow.values[v.index()]
+                    .uses
+                    .iter()
+                    .filter_map(|(u, _)| model.schedule.time(*u))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0);
+        if last_read <= written {
+            out.push(Candidate {
+                parameter: number,
+                output: index,
+                producer,
+                bytes: instr.shape.byte_size(),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,178 @@
+//! HM003 donation-copied: a parameter is aliased to an output, but copy
+//! insertion kept a copy, so the donation saves no memory (notes §5.5, §5.6):
+//! - the parameter is copied before the output overwrites its buffer, because
+//!   other instructions still read the old value after the output is written;
+//! - or the output is computed elsewhere and copied into the donated buffer at
+//!   the end, because the op that makes it cannot write over its own input.
+
+use super::Finding;
+use crate::analysis::assign::AllocationKind;
+use crate::analysis::dataflow::node_of;
+use crate::analysis::MemoryModel;
+use crate::hlo::{InstrId, Module, Opcode};
+use crate::units::human_bytes;
+
+/// Bytes of a buffer that lives in the temp block (or any allocation that is not
+/// the parameter's or an output's): memory the donation did not save.
+fn temp_bytes(model: &MemoryModel, instr: InstrId) -> u64 {
+    let Some(&v) = model.dataflow.value_of[instr.index()].first() else {
+        return 0;
+    };
+    let buffer = model.dataflow.values[v.index()].buffer;
+    match model.assignment.allocation_of[buffer.index()].map(|a| &model.assignment.allocations[a]) {
+        Some(a) if a.kind == AllocationKind::Temp => model.dataflow.buffers[buffer.index()].size,
+        _ => 0,
+    }
+}
+
+fn describe(module: &Module, id: InstrId) -> String {
+    let op = module
+        .op_name(id)
+        .map(|o| format!(" ({o})"))
+        .unwrap_or_default();
+    let at = module
+        .source_location(id)
+        .map(|l| format!(" at {l}"))
+        .unwrap_or_default();
+    format!("{}{op}{at}", module.instr(id).name)
+}
+
+fn through_bitcasts(module: &Module, mut id: InstrId) -> InstrId {
+    while module.instr(id).opcode == Opcode::Bitcast {
+        match module.instr(id).operands.first() {
+            Some(&op) => id = op,
+            None => break,
+        }
+    }
+    id
+}
+
+pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+    let entry = module.entry();
+    let root = entry.root;
+    let root_operands: Vec<InstrId> = if module.instr(root).opcode == Opcode::Tuple {
+        module.instr(root).operands.clone()
+    } else {
+        vec![root]
+    };
+    let mut findings = Vec::new();
+    for alias in &module.header.input_output_alias {
+        let Some(&param) = entry.parameters.get(alias.parameter as usize) else {
+            continue;
+        };
+        if !alias.parameter_index.is_empty() {
+            continue; // tupled parameters: not produced by JAX today
+        }
+        let Some(node) = node_of(&module.instr(root).shape, &alias.output_index) else {
+            continue;
+        };
+        let Some(&out_value) = model.dataflow.value_of[root.index()].get(node) else {
+            continue;
+        };
+        let producer = model.dataflow.values[out_value.index()].instr;
+        let argument = module
+            .op_name(param)
+            .map(|a| format!(" `{a}`"))
+            .unwrap_or_default();
+
+        // The old value saved: copies of the parameter (and copies of those).
+        let mut copies: Vec<InstrId> = Vec::new();
+        let mut frontier = vec![param];
+        while let Some(x) = frontier.pop() {
+            for &id in &entry.instructions {
+                let i = module.instr(id);
+                if i.opcode == Opcode::Copy
+                    && i.operands.first() == Some(&x)
+                    && !copies.contains(&id)
+                {
+                    copies.push(id);
+                    frontier.push(id);
+                }
+            }
+        }
+        // A copy that is itself an output is HM004's business.
+        copies.retain(|c| !root_operands.contains(c));
+        let saved: u64 = copies.iter().map(|&c| temp_bytes(model, c)).sum();
+        if !copies.is_empty() && saved > 0 {
+            let readers: Vec<InstrId> = entry
+                .instructions
+                .iter()
+                .copied()
+                .filter(|&id| {
+                    let i = module.instr(id);
+                    i.opcode != Opcode::Copy && i.operands.iter().any(|o| copies.contains(o))
+                })
+                .collect();
+            let names: Vec<String> = readers.iter().map(|&r| describe(module, r)).collect();
+            let mut f = Finding::new(
+                "HM003",
+                format!(
+                    "parameter {}{argument} is donated, but its old value is still read after {} writes the output, \
+                     so XLA copies it first: {} of temporaries, no saving",
+                    alias.parameter,
+                    module.instr(producer).name,
+                    human_bytes(saved)
+                ),
+                saved,
+                "compute what still needs the old value before the update (e.g. take x.sum() before x.at[...].set), \
+                 or do not donate this argument"
+                    .into(),
+            )
+            .at(module, copies[0])
+            .parameter(module, alias.parameter);
+            f.output_index = Some(alias.output_index.clone());
+            f.evidence.push(format!(
+                "the output {:?} is written by {}",
+                alias.output_index,
+                describe(module, producer)
+            ));
+            for (c, name) in copies
+                .iter()
+                .zip(std::iter::repeat("copy of the parameter"))
+            {
+                f.evidence.push(format!("{name}: {}", describe(module, *c)));
+            }
+            for n in names {
+                f.evidence.push(format!("still reads the old value: {n}"));
+            }
+            findings.push(f);
+            continue;
+        }
+
+        // The result computed elsewhere and copied in at the end.
+        let p = module.instr(producer);
+        if p.opcode == Opcode::Copy {
+            if let Some(&source) = p.operands.first() {
+                let source = through_bitcasts(module, source);
+                let bytes = temp_bytes(model, source);
+                if source != param && bytes > 0 {
+                    let mut f = Finding::new(
+                        "HM003",
+                        format!(
+                            "parameter {}{argument} is donated, but {} cannot write its result over its own input, so the \
+                             result goes to a {} temporary and is copied into the donated buffer: no saving",
+                            alias.parameter,
+                            module.instr(source).name,
+                            human_bytes(bytes)
+                        ),
+                        bytes,
+                        "no fix in the donation itself: ops such as transpose, dot or reductions need a separate output; \
+                         donate an argument that an elementwise op updates instead, or do not donate this one"
+                            .into(),
+                    )
+                    .at(module, source)
+                    .parameter(module, alias.parameter);
+                    f.output_index = Some(alias.output_index.clone());
+                    f.evidence
+                        .push(format!("computed by {}", describe(module, source)));
+                    f.evidence.push(format!(
+                        "copied into the donated buffer by {}",
+                        module.instr(producer).name
+                    ));
+                    findings.push(f);
+                }
+            }
+        }
+    }
+    findings
+}

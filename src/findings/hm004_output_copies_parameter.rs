@@ -1,0 +1,74 @@
+//! HM004 output-copies-parameter: an output is a plain copy of an input.
+//! Returning an input unchanged makes XLA copy it into a new output buffer
+//! (a read-only parameter cannot also be an output, notes §5.5); returning a
+//! donated input that also receives another output copies it as well.
+
+use super::Finding;
+use crate::analysis::MemoryModel;
+use crate::hlo::{Module, Opcode};
+use crate::units::human_bytes;
+
+pub fn check(module: &Module, _model: &MemoryModel) -> Vec<Finding> {
+    let entry = module.entry();
+    let root = module.instr(entry.root);
+    let outputs: Vec<(Vec<u64>, crate::hlo::InstrId)> = if root.opcode == Opcode::Tuple {
+        root.operands
+            .iter()
+            .enumerate()
+            .map(|(i, &op)| (vec![i as u64], op))
+            .collect()
+    } else {
+        vec![(vec![], entry.root)]
+    };
+    let mut findings = Vec::new();
+    for (index, out) in outputs {
+        let instr = module.instr(out);
+        if instr.opcode != Opcode::Copy {
+            continue;
+        }
+        let Some(mut source) = instr.operands.first().copied() else {
+            continue;
+        };
+        while matches!(module.instr(source).opcode, Opcode::Bitcast | Opcode::Copy) {
+            match module.instr(source).operands.first() {
+                Some(&op) => source = op,
+                None => break,
+            }
+        }
+        let src = module.instr(source);
+        if src.opcode != Opcode::Parameter || src.computation != module.entry {
+            continue;
+        }
+        let number = src.parameter_number.unwrap_or(0);
+        let bytes = instr.shape.byte_size();
+        let donated = module
+            .header
+            .input_output_alias
+            .iter()
+            .any(|a| a.parameter == number);
+        let argument = module
+            .op_name(source)
+            .map(|a| format!(" `{a}`"))
+            .unwrap_or_default();
+        let why = if donated {
+            "it is donated and its buffer receives another output, so the old value must be copied out first"
+        } else {
+            "the caller already holds it, and an output needs a buffer of its own"
+        };
+        let mut f = Finding::new(
+            "HM004",
+            format!(
+                "output {index:?} is a copy of parameter {number}{argument} ({}): {why}",
+                human_bytes(bytes)
+            ),
+            bytes,
+            "do not return the input from the jitted function: the caller can keep using the array it passed in"
+                .into(),
+        )
+        .at(module, out)
+        .parameter(module, number);
+        f.output_index = Some(index);
+        findings.push(f);
+    }
+    findings
+}
