@@ -6,7 +6,9 @@
 pub mod analysis;
 pub mod error;
 pub mod findings;
+pub mod gate;
 pub mod hlo;
+pub mod inputs;
 pub mod oom;
 pub mod render;
 pub mod report;
@@ -40,54 +42,31 @@ pub struct AnalyzeOptions {
     pub verify: bool,
 }
 
-/// The HLO files to analyze: files as given, and for a directory the
-/// after-optimizations HLO files directly in it, sorted.
+/// The HLO files to analyze: files as given, and for a folder one file per
+/// module (see [`inputs`]).
 pub fn collect_inputs(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for path in paths {
-        if path.is_dir() {
-            let mut found: Vec<PathBuf> = std::fs::read_dir(path)
-                .map(|entries| {
-                    entries
-                        .flatten()
-                        .map(|e| e.path())
-                        .filter(|p| p.to_string_lossy().ends_with("after_optimizations.txt"))
-                        .collect()
-                })
-                .unwrap_or_default();
-            found.sort();
-            if found.is_empty() {
-                // Let the reader report the folder itself.
-                out.push(path.clone());
-            }
-            out.extend(found);
-        } else {
-            out.push(path.clone());
-        }
-    }
-    out
+    inputs::collect(paths).into_iter().map(|i| i.path).collect()
 }
 
-/// Analyzes files in parallel; the report keeps the order of `paths`, with
-/// every file that failed listed under `errors`.
+/// Analyzes files and folders in parallel; the report keeps a stable order
+/// (inputs sorted per folder), with every file that failed listed under `errors`.
 pub fn analyze_paths(paths: &[PathBuf], options: AnalyzeOptions) -> Report {
-    let inputs = collect_inputs(paths);
+    analyze_inputs(&inputs::collect(paths), options, &|_| {})
+}
+
+/// [`analyze_paths`] on inputs already collected; `done` is called as each
+/// finishes (from any thread), for a progress bar.
+pub fn analyze_inputs(
+    inputs: &[inputs::Input],
+    options: AnalyzeOptions,
+    done: &(dyn Fn(&Path) + Sync),
+) -> Report {
     let results: Vec<Result<report::ModuleReport, (PathBuf, Error)>> = inputs
         .par_iter()
-        .map(|path| {
-            let module = load_module(path).map_err(|e| (path.clone(), e))?;
-            let model = analysis::analyze(&module);
-            let mut summary = report::ModuleReport::build(&module, &model);
-            if options.verify {
-                summary.verification = Some(match xla_report::XlaReports::load(path) {
-                    Ok(Some(xla)) => analysis::verify::verify(&module, &model, &xla),
-                    Ok(None) => analysis::verify::Verification::unavailable(
-                        "no XLA report files beside the HLO file",
-                    ),
-                    Err(e) => analysis::verify::Verification::unavailable(&e.to_string()),
-                });
-            }
-            Ok(summary)
+        .map(|input| {
+            let result = analyze_one(input, options).map_err(|e| (input.path.clone(), e));
+            done(&input.path);
+            result
         })
         .collect();
     let mut report = Report {
@@ -101,4 +80,32 @@ pub fn analyze_paths(paths: &[PathBuf], options: AnalyzeOptions) -> Report {
         }
     }
     report
+}
+
+/// One module: parsed, analyzed, summarized, and dropped before the next.
+fn analyze_one(
+    input: &inputs::Input,
+    options: AnalyzeOptions,
+) -> Result<report::ModuleReport, Error> {
+    let module = load_module(&input.path)?;
+    let model = analysis::analyze(&module);
+    let mut summary = report::ModuleReport::build(&module, &model);
+    summary.key = input.key.clone();
+    if input.unoptimized || !module.header.is_scheduled {
+        summary.notes.push(
+            "not an optimized, scheduled module: XLA will fuse, reorder and pack it differently, so these numbers \
+             are estimates"
+                .into(),
+        );
+    }
+    if options.verify {
+        summary.verification = Some(match xla_report::XlaReports::load(&input.path) {
+            Ok(Some(xla)) => analysis::verify::verify(&module, &model, &xla),
+            Ok(None) => analysis::verify::Verification::unavailable(
+                "no XLA report files beside the HLO file",
+            ),
+            Err(e) => analysis::verify::Verification::unavailable(&e.to_string()),
+        });
+    }
+    Ok(summary)
 }

@@ -2,7 +2,6 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::ExitCode;
 
 use hlomem::oom;
 use hlomem::render::{self, Format, RenderOptions};
@@ -16,7 +15,7 @@ pub fn run(
     format: Format,
     options: RenderOptions,
     stderr_color: bool,
-) -> ExitCode {
+) -> u8 {
     let mut stderr = std::io::stderr().lock();
     let (name, bytes) = match input.as_deref() {
         None => ("standard input".to_string(), read_stdin()),
@@ -30,7 +29,7 @@ pub fn run(
         Ok(b) => b,
         Err(e) => {
             let _ = writeln!(stderr, "error: {e}");
-            return ExitCode::from(EXIT_INPUT_ERROR);
+            return EXIT_INPUT_ERROR;
         }
     };
     // Pasted logs are not always clean UTF-8; the message itself is ASCII.
@@ -41,14 +40,14 @@ pub fn run(
             "error: no out-of-memory message found in {name}\n  looked for: {}\n  (hlomem explains XLA's messages; paste the whole error, tracebacks and log lines are fine)",
             oom::LOOKED_FOR
         );
-        return ExitCode::from(EXIT_INPUT_ERROR);
+        return EXIT_INPUT_ERROR;
     };
     let links = match dump {
         Some(dir) => match oom::dump::link(&message, &dir) {
             Ok(links) => Some(links),
             Err(e) => {
                 let _ = writeln!(stderr, "{}", e.render(stderr_color));
-                return ExitCode::from(EXIT_INPUT_ERROR);
+                return EXIT_INPUT_ERROR;
             }
         },
         None => None,
@@ -61,10 +60,10 @@ pub fn run(
     {
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             let _ = writeln!(stderr, "error: cannot write output: {e}");
-            return ExitCode::from(EXIT_INPUT_ERROR);
+            return EXIT_INPUT_ERROR;
         }
     }
-    ExitCode::from(EXIT_OK)
+    EXIT_OK
 }
 
 fn read_stdin() -> Result<Vec<u8>, String> {

@@ -1,18 +1,20 @@
 //! The command line. Only this module sees the terminal, environment
 //! variables and exit codes; the library never prints.
 //!
-//! Exit codes: 0 ok; 1 a check failed (`--verify` found a disagreement with
-//! XLA; budgets in later releases); 2 usage or input error (unreadable file,
-//! parse error).
+//! Exit codes: 0 ok; 1 a check failed (`check` over budget or a forbidden
+//! finding, `diff --fail-over` exceeded, `--verify` found a disagreement with
+//! XLA); 2 usage or input error (unreadable file, parse error).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use hlomem::render::{Format, RenderOptions};
 
+mod analyze;
 mod explain;
-use hlomem::render::{self, Format, RenderOptions};
+mod gate;
 
 /// Static memory analysis of XLA HLO dumps.
 #[derive(Debug, Parser)]
@@ -32,25 +34,63 @@ enum ColorChoice {
     Never,
 }
 
+/// What `analyze`, `check` and `diff` read and how they show it.
+#[derive(Debug, clap::Args)]
+pub struct Selection {
+    /// Only modules whose dump name or module name matches (e.g. `*train_step*`).
+    #[arg(long, value_name = "GLOB")]
+    module: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Summarize HLO modules: memory XLA will need, the live peak, parameters and outputs.
+    /// Memory XLA will need for each module of a dump: totals, the live peak,
+    /// findings, parameters and outputs.
     Analyze {
-        /// HLO text files (`*after_optimizations.txt` from XLA_FLAGS=--xla_dump_to=DIR).
+        /// Dump folders (XLA_FLAGS=--xla_dump_to=DIR) or HLO text files.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[command(flatten)]
+        selection: Selection,
+        /// With several modules: how many of the largest to show in detail.
+        #[arg(long, default_value_t = 3, value_name = "N")]
+        top: usize,
         /// Also read XLA's own reports beside each HLO file (`-buffer-assignment.txt`,
         /// `-buffer-assignment-values.txt`, `-live-range.txt`) and list every number
         /// where hlomem and XLA disagree; exit 1 if any does.
         #[arg(long)]
         verify: bool,
     },
-    /// Print the long explanation of a finding code (HM001...), or list them all.
-    ExplainCode {
-        /// A code (`HM001`) or name (`not-donated`); nothing lists every code.
-        code: Option<String>,
+    /// Fail (exit 1) when a module needs more memory than a budget, or has findings
+    /// that must not appear.
+    Check {
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The memory available: `16GiB`, `80GB`, `1.5TiB` or bytes.
+        #[arg(long, value_name = "SIZE")]
+        budget: Option<String>,
+        /// The budget is one device's memory (SPMD modules are per device);
+        /// without it, the whole program's over all its devices.
+        #[arg(long)]
+        per_device: bool,
+        /// Finding codes or names that fail the check (e.g. `HM003 not-donated`).
+        #[arg(long, value_name = "CODE", num_args = 1..)]
+        fail_on: Vec<String>,
+        #[command(flatten)]
+        selection: Selection,
+    },
+    /// What changed between two dumps of the same program: totals, buffers at the
+    /// peak, findings.
+    Diff {
+        old: PathBuf,
+        new: PathBuf,
+        /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, bytes).
+        #[arg(long, value_name = "SIZE")]
+        fail_over: Option<String>,
+        #[command(flatten)]
+        selection: Selection,
     },
     /// Explain an out-of-memory message in plain words, with what to try.
     Explain {
@@ -63,11 +103,25 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Print the long explanation of a finding code (HM001...), or list them all.
+    ExplainCode {
+        /// A code (`HM001`) or name (`not-donated`); nothing lists every code.
+        code: Option<String>,
+    },
 }
 
 pub const EXIT_OK: u8 = 0;
-pub const EXIT_OVER_THRESHOLD: u8 = 1;
+pub const EXIT_FAILED_CHECK: u8 = 1;
 pub const EXIT_INPUT_ERROR: u8 = 2;
+
+/// What every command knows about the terminal.
+#[derive(Debug, Clone, Copy)]
+pub struct Terminal {
+    pub stdout_color: bool,
+    pub stderr_color: bool,
+    /// A progress bar may be drawn on stderr.
+    pub progress: bool,
+}
 
 pub fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -82,10 +136,38 @@ pub fn run() -> ExitCode {
             });
         }
     };
-    let stdout_color = use_color(cli.color, std::io::stdout().is_terminal());
-    let stderr_color = use_color(cli.color, std::io::stderr().is_terminal());
-    match cli.command {
-        Command::ExplainCode { code } => explain_code(code.as_deref()),
+    let term = Terminal {
+        stdout_color: use_color(cli.color, std::io::stdout().is_terminal()),
+        stderr_color: use_color(cli.color, std::io::stderr().is_terminal()),
+        progress: std::io::stderr().is_terminal(),
+    };
+    let code = match cli.command {
+        Command::Analyze {
+            paths,
+            selection,
+            top,
+            verify,
+        } => analyze::run(&paths, &selection, top, verify, term),
+        Command::Check {
+            paths,
+            budget,
+            per_device,
+            fail_on,
+            selection,
+        } => gate::check(
+            &paths,
+            budget.as_deref(),
+            per_device,
+            &fail_on,
+            &selection,
+            term,
+        ),
+        Command::Diff {
+            old,
+            new,
+            fail_over,
+            selection,
+        } => gate::diff(&old, &new, fail_over.as_deref(), &selection, term),
         Command::Explain {
             input,
             dump,
@@ -95,64 +177,29 @@ pub fn run() -> ExitCode {
             dump,
             format,
             RenderOptions {
-                color: stdout_color,
+                color: term.stdout_color,
+                top: 1,
             },
-            stderr_color,
+            term.stderr_color,
         ),
-        Command::Analyze {
-            paths,
-            format,
-            verify,
-        } => {
-            let report = hlomem::analyze_paths(&paths, hlomem::AnalyzeOptions { verify });
-            let mut stderr = std::io::stderr().lock();
-            for error in &report.errors {
-                let _ = writeln!(stderr, "{}", error.error.render(stderr_color));
-            }
-            let failed = !report.errors.is_empty();
-            // A lone file that failed prints no report at all: nothing that looks like a result.
-            if !(failed && report.modules.is_empty()) || format == Format::Json {
-                let mut stdout = std::io::stdout().lock();
-                let options = RenderOptions {
-                    color: stdout_color,
-                };
-                if let Err(e) = render::render(&report, format, options, &mut stdout)
-                    .and_then(|_| stdout.flush())
-                {
-                    if e.kind() != std::io::ErrorKind::BrokenPipe {
-                        let _ = writeln!(stderr, "error: cannot write output: {e}");
-                        return ExitCode::from(EXIT_INPUT_ERROR);
-                    }
-                }
-            }
-            let disagrees = report
-                .modules
-                .iter()
-                .any(|m| m.verification.as_ref().is_some_and(|v| !v.agrees()));
-            ExitCode::from(if failed {
-                EXIT_INPUT_ERROR
-            } else if disagrees {
-                EXIT_OVER_THRESHOLD
-            } else {
-                EXIT_OK
-            })
-        }
-    }
+        Command::ExplainCode { code } => explain_code(code.as_deref()),
+    };
+    ExitCode::from(code)
 }
 
-fn explain_code(code: Option<&str>) -> ExitCode {
+fn explain_code(code: Option<&str>) -> u8 {
     let mut stdout = std::io::stdout().lock();
     match code {
         None => {
             for rule in hlomem::findings::CODES {
                 let _ = writeln!(stdout, "{}  {:<24} {}", rule.code, rule.name, rule.summary);
             }
-            ExitCode::from(EXIT_OK)
+            EXIT_OK
         }
         Some(code) => match hlomem::findings::rule(code) {
             Some(rule) => {
                 let _ = write!(stdout, "{}", rule.doc);
-                ExitCode::from(EXIT_OK)
+                EXIT_OK
             }
             None => {
                 let known: Vec<&str> = hlomem::findings::CODES.iter().map(|r| r.code).collect();
@@ -160,7 +207,7 @@ fn explain_code(code: Option<&str>) -> ExitCode {
                     "error: no finding code {code:?}; known codes: {}",
                     known.join(", ")
                 );
-                ExitCode::from(EXIT_INPUT_ERROR)
+                EXIT_INPUT_ERROR
             }
         },
     }
@@ -172,6 +219,19 @@ fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
         ColorChoice::Never => false,
         ColorChoice::Auto => {
             is_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
+    }
+}
+
+/// Writes rendered output, ignoring a closed pipe (`hlomem ... | head`).
+pub fn write_out(render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), u8> {
+    let mut stdout = std::io::stdout().lock();
+    match render(&mut stdout).and_then(|_| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            eprintln!("error: cannot write output: {e}");
+            Err(EXIT_INPUT_ERROR)
         }
     }
 }

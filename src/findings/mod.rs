@@ -80,6 +80,10 @@ pub const CODES: &[Rule] = &[
     },
 ];
 
+/// Findings about less memory than this are left out of reports: in a dump of
+/// hundreds of modules, a 4-byte saving is noise.
+pub const MIN_REPORTED_BYTES: u64 = 64 * 1024;
+
 /// Looks a rule up by code (`HM001`) or name (`not-donated`), any case.
 pub fn rule(code: &str) -> Option<&'static Rule> {
     CODES

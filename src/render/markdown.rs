@@ -2,11 +2,40 @@
 
 use std::io::{self, Write};
 
+use super::RenderOptions;
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
-pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    for (i, m) in report.modules.iter().enumerate() {
+pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
+    let modules = report.largest_first();
+    if modules.len() > 1 {
+        writeln!(out, "## hlomem: {} modules, largest first", modules.len())?;
+        writeln!(out)?;
+        writeln!(
+            out,
+            "| module | total | temp | arguments | outputs | aliased | top finding |"
+        )?;
+        writeln!(out, "|---|---:|---:|---:|---:|---:|---|")?;
+        for m in &modules {
+            let finding = m
+                .findings
+                .first()
+                .map(|f| format!("{} {} ({})", f.code, f.name, human_bytes(f.bytes)));
+            writeln!(
+                out,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                m.key,
+                human_bytes(m.memory.total_bytes),
+                human_bytes(m.memory.temp_bytes),
+                human_bytes(m.memory.argument_bytes),
+                human_bytes(m.memory.output_bytes),
+                human_bytes(m.memory.alias_bytes),
+                finding.unwrap_or_default()
+            )?;
+        }
+        writeln!(out)?;
+    }
+    for (i, m) in modules.iter().take(options.top.max(1)).enumerate() {
         if i > 0 {
             writeln!(out)?;
         }

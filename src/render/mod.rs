@@ -2,9 +2,13 @@
 //! print is already in the report.
 
 mod explain;
+mod gate;
+mod github;
 mod json;
 mod markdown;
 mod text;
+
+pub use gate::{render_check, render_diff};
 
 use std::io::{self, Write};
 
@@ -20,12 +24,25 @@ pub enum Format {
     Json,
     /// For pull-request and issue comments.
     Markdown,
+    /// GitHub Actions annotations (`::error`, `::warning`, `::notice` lines).
+    Github,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct RenderOptions {
     /// ANSI colors (only on a terminal, never with NO_COLOR: decided by the CLI).
     pub color: bool,
+    /// With several modules: how many of the largest to show in detail.
+    pub top: usize,
+}
+
+impl Default for RenderOptions {
+    fn default() -> RenderOptions {
+        RenderOptions {
+            color: false,
+            top: 3,
+        }
+    }
 }
 
 /// `hlomem analyze`.
@@ -38,7 +55,8 @@ pub fn render(
     match format {
         Format::Text => text::render(report, options, out),
         Format::Json => json::render(report, out),
-        Format::Markdown => markdown::render(report, out),
+        Format::Markdown => markdown::render(report, options, out),
+        Format::Github => github::render(report, out),
     }
 }
 
@@ -52,6 +70,6 @@ pub fn render_explain(
     match format {
         Format::Text => explain::render_text(report, options, out),
         Format::Json => json::render(report, out),
-        Format::Markdown => explain::render_markdown(report, out),
+        Format::Markdown | Format::Github => explain::render_markdown(report, out),
     }
 }

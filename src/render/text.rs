@@ -10,11 +10,50 @@ use crate::units::human_bytes;
 const PEAK_BUFFERS_SHOWN: usize = 10;
 
 pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-    for (i, module) in report.modules.iter().enumerate() {
-        if i > 0 {
-            writeln!(out)?;
+    if report.modules.len() <= 1 {
+        for module in &report.modules {
+            render_module(module, options, out)?;
         }
+        return Ok(());
+    }
+    let modules = report.largest_first();
+    writeln!(out, "{} modules, largest first", modules.len())?;
+    let mut rows = vec![[
+        "module".to_string(),
+        "total".into(),
+        "temp".into(),
+        "arguments".into(),
+        "outputs".into(),
+        "aliased".into(),
+        "top finding".into(),
+    ]];
+    for m in &modules {
+        let finding = m
+            .findings
+            .first()
+            .map(|f| format!("{} {} ({})", f.code, f.name, human_bytes(f.bytes)));
+        rows.push([
+            m.key.clone(),
+            human_bytes(m.memory.total_bytes),
+            human_bytes(m.memory.temp_bytes),
+            human_bytes(m.memory.argument_bytes),
+            human_bytes(m.memory.output_bytes),
+            human_bytes(m.memory.alias_bytes),
+            finding.unwrap_or_default(),
+        ]);
+    }
+    write_table(out, &rows)?;
+    for module in modules.iter().take(options.top) {
+        writeln!(out)?;
         render_module(module, options, out)?;
+    }
+    let hidden = modules.len().saturating_sub(options.top);
+    if hidden > 0 {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "({hidden} more modules; --top N shows more, --module GLOB picks some)"
+        )?;
     }
     Ok(())
 }
@@ -51,6 +90,9 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             "  devices       {} partitions x {} replicas; sizes below are per device",
             m.num_partitions, m.replica_count
         )?;
+    }
+    for note in &m.notes {
+        writeln!(out, "  note          {note}")?;
     }
     if !m.unknown_opcodes.is_empty() {
         let list: Vec<String> = m

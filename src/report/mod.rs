@@ -18,6 +18,20 @@ pub struct Report {
     pub errors: Vec<InputError>,
 }
 
+impl Report {
+    /// Modules largest `total_bytes` first, ties by dump name.
+    pub fn largest_first(&self) -> Vec<&ModuleReport> {
+        let mut modules: Vec<&ModuleReport> = self.modules.iter().collect();
+        modules.sort_by(|a, b| {
+            b.memory
+                .total_bytes
+                .cmp(&a.memory.total_bytes)
+                .then(a.key.cmp(&b.key))
+        });
+        modules
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct InputError {
     pub file: String,
@@ -34,6 +48,8 @@ pub struct InputError {
 #[derive(Debug, Serialize)]
 pub struct ModuleReport {
     pub name: String,
+    /// The module's name in its dump folder (`module_0000.jit_fn`).
+    pub key: String,
     pub file: String,
     /// `is_scheduled=true`: text order is XLA's schedule (after-optimizations dumps).
     pub scheduled: bool,
@@ -53,6 +69,9 @@ pub struct ModuleReport {
     pub memory: crate::analysis::Totals,
     /// The moment the most bytes are live, and the buffers live then.
     pub peak: PeakReport,
+    /// Caveats about the numbers (e.g. an unoptimized module).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// What wastes memory, most bytes first (`hlomem explain-code CODE`).
     pub findings: Vec<crate::findings::Finding>,
     /// With `--verify`: where hlomem and XLA's own reports disagree.
@@ -161,6 +180,12 @@ impl ModuleReport {
         }
         ModuleReport {
             name: module.name.clone(),
+            key: module
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            notes: Vec::new(),
             file: module.path.display().to_string(),
             scheduled: module.header.is_scheduled,
             computations: module.computations.len(),
@@ -197,7 +222,10 @@ impl ModuleReport {
                     })
                     .collect(),
             },
-            findings: crate::findings::run(module, model),
+            findings: crate::findings::run(module, model)
+                .into_iter()
+                .filter(|f| f.bytes >= crate::findings::MIN_REPORTED_BYTES)
+                .collect(),
             verification: None,
             unknown_opcodes,
         }

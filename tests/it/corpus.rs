@@ -409,3 +409,37 @@ fn corpus_not_donated_savings_match_xla() {
         }
     }
 }
+
+/// A real dump folder of 15 modules: all reported, with the numbers each file gives alone.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_dump_folder_with_many_modules() {
+    let root = corpus_root();
+    let dir = root.join("corpus/cases/f3_mlp_f32_donate_executed/dump");
+    let folder = hlomem::analyze_paths(&[dir], hlomem::AnalyzeOptions::default());
+    assert!(folder.errors.is_empty());
+    assert_eq!(folder.modules.len(), 15);
+    for m in &folder.modules {
+        let alone = hlomem::report::ModuleReport::summarize(
+            &hlomem::load_module(Path::new(&m.file)).unwrap(),
+        );
+        assert_eq!(alone.memory, m.memory, "{}", m.file);
+    }
+}
+
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_diff_of_the_motivating_pair() {
+    let root = corpus_root();
+    let old = hlomem::analyze_paths(
+        &[root.join("corpus/cases/f1_add_f64_42994_nodonate/dump")],
+        Default::default(),
+    );
+    let new = hlomem::analyze_paths(
+        &[root.join("corpus/cases/f1_add_f64_42994_donate0/dump")],
+        Default::default(),
+    );
+    let d = hlomem::gate::diff(&old, &new);
+    assert_eq!(d.modules[0].growth(), -14_787_872_288, "the 13.77GiB drop");
+    assert_eq!(d.modules[0].findings_gone, ["HM001 not-donated a"]);
+}

@@ -4,6 +4,7 @@ mod cli;
 mod corpus;
 mod errors;
 mod explain;
+mod gate;
 mod parse;
 mod samples;
 mod support;

@@ -1,0 +1,107 @@
+//! `hlomem analyze`, and the reading of dumps that `check` and `diff` share.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use hlomem::render::{self, RenderOptions};
+use hlomem::report::Report;
+use hlomem::AnalyzeOptions;
+
+use super::{write_out, Selection, Terminal, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
+
+/// More modules or bytes than this get a progress bar (on a terminal).
+const PROGRESS_MODULES: usize = 8;
+const PROGRESS_BYTES: u64 = 50 * 1024 * 1024;
+
+/// Reads and analyzes `paths`, printing errors to stderr; the report keeps them too.
+pub fn load(
+    paths: &[PathBuf],
+    selection: &Selection,
+    verify: bool,
+    term: Terminal,
+) -> Result<Report, u8> {
+    let mut inputs = hlomem::inputs::collect(paths);
+    if let Some(pattern) = &selection.module {
+        let glob = match globset::Glob::new(pattern) {
+            Ok(g) => g.compile_matcher(),
+            Err(e) => {
+                eprintln!("error: --module {pattern:?} is not a glob: {e}");
+                return Err(EXIT_INPUT_ERROR);
+            }
+        };
+        // The module's own name is in the dump name (`module_0000.<name>`).
+        inputs.retain(|i| {
+            glob.is_match(&i.key) || i.key.split('.').nth(1).is_some_and(|n| glob.is_match(n))
+        });
+        if inputs.is_empty() {
+            eprintln!("error: no module matches --module {pattern:?}");
+            return Err(EXIT_INPUT_ERROR);
+        }
+    }
+    let bytes: u64 = inputs
+        .iter()
+        .filter_map(|i| std::fs::metadata(&i.path).ok())
+        .map(|m| m.len())
+        .sum();
+    let bar =
+        (term.progress && (inputs.len() > PROGRESS_MODULES || bytes > PROGRESS_BYTES)).then(|| {
+            let bar = indicatif::ProgressBar::new(inputs.len() as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{spinner} analyzing {pos}/{len} modules {wide_bar} {elapsed}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+    let done = |_: &Path| {
+        if let Some(bar) = &bar {
+            bar.inc(1);
+        }
+    };
+    let report = hlomem::analyze_inputs(&inputs, AnalyzeOptions { verify }, &done);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let mut stderr = std::io::stderr().lock();
+    for error in &report.errors {
+        let _ = writeln!(stderr, "{}", error.error.render(term.stderr_color));
+    }
+    Ok(report)
+}
+
+pub fn run(
+    paths: &[PathBuf],
+    selection: &Selection,
+    top: usize,
+    verify: bool,
+    term: Terminal,
+) -> u8 {
+    let report = match load(paths, selection, verify, term) {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let failed = !report.errors.is_empty();
+    // A lone file that failed prints no report at all: nothing that looks like a result.
+    if !(failed && report.modules.is_empty()) || selection.format == render::Format::Json {
+        let options = RenderOptions {
+            color: term.stdout_color,
+            top,
+        };
+        if let Err(code) = write_out(|out| render::render(&report, selection.format, options, out))
+        {
+            return code;
+        }
+    }
+    let disagrees = report
+        .modules
+        .iter()
+        .any(|m| m.verification.as_ref().is_some_and(|v| !v.agrees()));
+    if failed {
+        EXIT_INPUT_ERROR
+    } else if disagrees {
+        EXIT_FAILED_CHECK
+    } else {
+        EXIT_OK
+    }
+}

@@ -1,0 +1,268 @@
+//! The CI gate: `check` (a memory budget, and findings that must not appear)
+//! and `diff` (what changed between two dumps of the same program). Both
+//! compare reports that `analyze` already computed; they read no files.
+
+use serde::Serialize;
+
+use crate::report::{ModuleReport, Report};
+
+/// `16GiB`, `80GB`, `1.5TiB`, `512MiB`, `1e9`, or plain bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 16GiB, 80GB, 1.5TiB, 1000000)"))?;
+    let scale: f64 =
+        match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "k" | "kb" => 1e3,
+            "m" | "mb" => 1e6,
+            "g" | "gb" => 1e9,
+            "t" | "tb" => 1e12,
+            "ki" | "kib" => 1024.0,
+            "mi" | "mib" => 1024f64.powi(2),
+            "gi" | "gib" => 1024f64.powi(3),
+            "ti" | "tib" => 1024f64.powi(4),
+            other => return Err(format!(
+                "unknown unit {other:?} in {text:?} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
+            )),
+        };
+    let bytes = value * scale;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
+        return Err(format!("{text:?} is out of range"));
+    }
+    Ok(bytes.round() as u64)
+}
+
+/// Devices a module runs on: SPMD partitions times replicas.
+fn devices(m: &ModuleReport) -> u64 {
+    m.num_partitions.max(1) * m.replica_count.max(1)
+}
+
+#[derive(Debug, Serialize)]
+pub struct CheckResult {
+    pub budget_bytes: u64,
+    /// The budget is one device's memory (else the whole program's, over all devices).
+    pub per_device: bool,
+    pub modules: Vec<CheckedModule>,
+    /// Files that could not be analyzed.
+    pub errors: usize,
+    pub passed: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct CheckedModule {
+    pub key: String,
+    pub name: String,
+    pub file: String,
+    /// What was compared with the budget: `total_bytes`, times the devices
+    /// unless `per_device`.
+    pub bytes: u64,
+    pub devices: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_by: Option<u64>,
+    /// Findings named by `--fail-on` that this module has.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failing_findings: Vec<String>,
+    /// The module's largest findings, for the report.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top_findings: Vec<String>,
+}
+
+pub fn check(report: &Report, budget: u64, per_device: bool, fail_on: &[String]) -> CheckResult {
+    let modules: Vec<CheckedModule> = report
+        .largest_first()
+        .into_iter()
+        .map(|m| {
+            let d = devices(m);
+            let bytes = if per_device {
+                m.memory.total_bytes
+            } else {
+                m.memory.total_bytes.saturating_mul(d)
+            };
+            let failing_findings = m
+                .findings
+                .iter()
+                .filter(|f| {
+                    fail_on
+                        .iter()
+                        .any(|c| c.eq_ignore_ascii_case(f.code) || c.eq_ignore_ascii_case(f.name))
+                })
+                .map(|f| format!("{} {}: {}", f.code, f.name, f.message))
+                .collect();
+            CheckedModule {
+                key: m.key.clone(),
+                name: m.name.clone(),
+                file: m.file.clone(),
+                bytes,
+                devices: d,
+                over_by: bytes.checked_sub(budget).filter(|over| *over > 0),
+                failing_findings,
+                top_findings: m
+                    .findings
+                    .iter()
+                    .take(3)
+                    .map(|f| {
+                        format!(
+                            "{} {} (saves {}): {}",
+                            f.code,
+                            f.name,
+                            crate::units::human_bytes(f.bytes),
+                            f.message
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    let passed = modules
+        .iter()
+        .all(|m| m.over_by.is_none() && m.failing_findings.is_empty());
+    CheckResult {
+        budget_bytes: budget,
+        per_device,
+        modules,
+        errors: report.errors.len(),
+        passed,
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct DiffReport {
+    pub modules: Vec<ModuleDiff>,
+    /// Modules only in the old dump.
+    pub removed: Vec<String>,
+    /// Modules only in the new dump.
+    pub added: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ModuleDiff {
+    pub name: String,
+    pub old_file: String,
+    pub new_file: String,
+    /// `(old, new)` of each number of `memory`.
+    pub total_bytes: (u64, u64),
+    pub temp_bytes: (u64, u64),
+    pub argument_bytes: (u64, u64),
+    pub output_bytes: (u64, u64),
+    pub alias_bytes: (u64, u64),
+    pub live_peak_bytes: (u64, u64),
+    /// Buffers live at the new peak that were not at the old one: `(description, bytes)`.
+    pub new_peak_buffers: Vec<(String, u64)>,
+    /// Buffers at both peaks that grew: `(description, old, new)`.
+    pub grown_peak_buffers: Vec<(String, u64, u64)>,
+    pub findings_appeared: Vec<String>,
+    pub findings_gone: Vec<String>,
+}
+
+impl ModuleDiff {
+    /// Growth of `total_bytes` (negative when it shrank).
+    pub fn growth(&self) -> i128 {
+        i128::from(self.total_bytes.1) - i128::from(self.total_bytes.0)
+    }
+}
+
+/// A peak buffer as it is recognized across compilations: its op and shape
+/// (instruction names change between compiles, op names and shapes do not).
+fn buffer_key(b: &crate::report::PeakBufferReport) -> String {
+    let what = b.op_name.clone().unwrap_or_else(|| b.name.clone());
+    format!("{what} {}", b.shape)
+}
+
+fn finding_key(f: &crate::findings::Finding) -> String {
+    let subject = f
+        .parameter
+        .as_ref()
+        .map(|p| {
+            p.argument
+                .clone()
+                .unwrap_or_else(|| format!("parameter {}", p.number))
+        })
+        .or_else(|| f.output_index.as_ref().map(|i| format!("output {i:?}")))
+        .unwrap_or_default();
+    format!("{} {} {subject}", f.code, f.name)
+}
+
+pub fn diff(old: &Report, new: &Report) -> DiffReport {
+    let mut unmatched_new: Vec<&ModuleReport> = new.modules.iter().collect();
+    let mut modules = Vec::new();
+    let mut removed = Vec::new();
+    for o in &old.modules {
+        let Some(i) = unmatched_new.iter().position(|n| n.name == o.name) else {
+            removed.push(o.key.clone());
+            continue;
+        };
+        let n = unmatched_new.remove(i);
+        let pair = |f: fn(&ModuleReport) -> u64| (f(o), f(n));
+        let old_peak: Vec<(String, u64)> = o
+            .peak
+            .buffers
+            .iter()
+            .map(|b| (buffer_key(b), b.bytes))
+            .collect();
+        let mut new_peak_buffers = Vec::new();
+        let mut grown_peak_buffers = Vec::new();
+        for b in &n.peak.buffers {
+            let key = buffer_key(b);
+            match old_peak.iter().find(|(k, _)| *k == key) {
+                None => new_peak_buffers.push((key, b.bytes)),
+                Some((_, before)) if b.bytes > *before => {
+                    grown_peak_buffers.push((key, *before, b.bytes))
+                }
+                Some(_) => {}
+            }
+        }
+        let old_findings: Vec<String> = o.findings.iter().map(finding_key).collect();
+        let new_findings: Vec<String> = n.findings.iter().map(finding_key).collect();
+        modules.push(ModuleDiff {
+            name: o.name.clone(),
+            old_file: o.file.clone(),
+            new_file: n.file.clone(),
+            total_bytes: pair(|m| m.memory.total_bytes),
+            temp_bytes: pair(|m| m.memory.temp_bytes),
+            argument_bytes: pair(|m| m.memory.argument_bytes),
+            output_bytes: pair(|m| m.memory.output_bytes),
+            alias_bytes: pair(|m| m.memory.alias_bytes),
+            live_peak_bytes: pair(|m| m.memory.live_peak_bytes),
+            new_peak_buffers,
+            grown_peak_buffers,
+            findings_appeared: new_findings
+                .iter()
+                .filter(|f| !old_findings.contains(f))
+                .cloned()
+                .collect(),
+            findings_gone: old_findings
+                .iter()
+                .filter(|f| !new_findings.contains(f))
+                .cloned()
+                .collect(),
+        });
+    }
+    modules.sort_by_key(|m| std::cmp::Reverse(m.growth()));
+    DiffReport {
+        modules,
+        removed,
+        added: unmatched_new.iter().map(|n| n.key.clone()).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_with_units() {
+        assert_eq!(parse_size("16GiB"), Ok(16 * 1024 * 1024 * 1024));
+        assert_eq!(parse_size("80GB"), Ok(80_000_000_000));
+        assert_eq!(parse_size("1.5TiB"), Ok(1_649_267_441_664));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("512 MiB"), Ok(512 * 1024 * 1024));
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("3 parsecs").is_err());
+    }
+}

@@ -1,0 +1,166 @@
+//! Which files to analyze: dump folders are grouped into modules
+//! (`module_NNNN.<name>.<stage>.txt`), and for each module the final
+//! after-optimizations HLO is picked, or the before-optimizations one when
+//! that is all there is (its numbers are then estimates: it is not scheduled).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// One module to analyze.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Input {
+    pub path: PathBuf,
+    /// `module_0000.jit_fn`, or the file name for files outside dump naming.
+    pub key: String,
+    /// Only a before-optimizations file was found.
+    pub unoptimized: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Before,
+    After,
+}
+
+/// The module key and stage of a dump file name, or `None` for files that are
+/// not HLO modules (XLA's reports, `.debug_options`, `.ll`, ...).
+fn classify(name: &str) -> Option<(String, Stage)> {
+    for (marker, stage) in [
+        ("after_optimizations.txt", Stage::After),
+        ("before_optimizations.txt", Stage::Before),
+    ] {
+        if let Some(head) = name.strip_suffix(marker) {
+            // `module_0000.jit_fn.` (before), `module_0000.jit_fn.cpu_` or
+            // `module_0000.jit_fn.sm_9.0_gpu_` (after): drop the backend prefix.
+            let key = if let Some(k) = head.strip_suffix('.') {
+                k
+            } else if let Some(i) = head.find(".sm_") {
+                &head[..i]
+            } else {
+                head.rsplit_once('.').map_or(head, |(k, _)| k)
+            };
+            return Some((key.to_string(), stage));
+        }
+    }
+    for (marker, stage) in [(".after.hlo", Stage::After), (".before.hlo", Stage::Before)] {
+        if let Some(key) = name.strip_suffix(marker) {
+            return Some((key.to_string(), stage));
+        }
+    }
+    None
+}
+
+/// Files found in folders (recursively, symlinks followed once) and files
+/// given directly, as modules to analyze, in a stable order. A folder with
+/// no HLO module in it is returned as itself, for the reader to report.
+pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            let key = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let key = classify(&key).map_or(key, |(k, _)| k);
+            let unoptimized = path.to_string_lossy().ends_with("before_optimizations.txt");
+            out.push(Input {
+                path: path.clone(),
+                key,
+                unoptimized,
+            });
+            continue;
+        }
+        let mut files = Vec::new();
+        let mut seen = Vec::new();
+        walk(path, 0, &mut seen, &mut files);
+        // key → (stage, path): the latest stage wins.
+        let mut modules: BTreeMap<String, (Stage, PathBuf)> = BTreeMap::new();
+        for file in files {
+            let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let Some((key, stage)) = classify(name) else {
+                continue;
+            };
+            let key = match file.parent().and_then(|p| p.strip_prefix(path).ok()) {
+                Some(sub) if !sub.as_os_str().is_empty() => format!("{}/{key}", sub.display()),
+                _ => key,
+            };
+            match modules.get(&key) {
+                Some((s, _)) if *s >= stage => {}
+                _ => {
+                    modules.insert(key, (stage, file));
+                }
+            }
+        }
+        if modules.is_empty() {
+            out.push(Input {
+                path: path.clone(),
+                key: path.display().to_string(),
+                unoptimized: false,
+            });
+        }
+        for (key, (stage, file)) in modules {
+            out.push(Input {
+                path: file,
+                key,
+                unoptimized: stage == Stage::Before,
+            });
+        }
+    }
+    out
+}
+
+/// How deep folders are searched; dumps are one or two levels.
+const MAX_DEPTH: usize = 8;
+
+fn walk(dir: &Path, depth: usize, seen: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) {
+    // Symlink loops: each real folder is read once.
+    let Ok(real) = dir.canonicalize() else { return };
+    if depth > MAX_DEPTH || seen.contains(&real) {
+        return;
+    }
+    seen.push(real);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            walk(&path, depth + 1, seen, out);
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dump_names_give_module_and_stage() {
+        assert_eq!(
+            classify("module_0000.jit_fn.cpu_after_optimizations.txt"),
+            Some(("module_0000.jit_fn".into(), Stage::After))
+        );
+        assert_eq!(
+            classify("module_0012.jit_step.sm_9.0_gpu_after_optimizations.txt"),
+            Some(("module_0012.jit_step".into(), Stage::After))
+        );
+        assert_eq!(
+            classify("module_0000.jit_fn.before_optimizations.txt"),
+            Some(("module_0000.jit_fn".into(), Stage::Before))
+        );
+        assert_eq!(
+            classify("attention.after.hlo"),
+            Some(("attention".into(), Stage::After))
+        );
+        assert_eq!(
+            classify("module_0000.jit_fn.cpu_after_optimizations-buffer-assignment.txt"),
+            None
+        );
+        assert_eq!(classify("module_0000.jit_fn.debug_options"), None);
+    }
+}

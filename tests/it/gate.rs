@@ -1,0 +1,189 @@
+//! Dump folders, `check` and `diff`: exit codes, formats, and numbers that
+//! equal XLA's (the samples' `truth.json`).
+
+use std::process::Command;
+
+use crate::support::snapshot_settings;
+
+fn hlomem(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The largest `total_bytes` among the samples, per device, from XLA's own numbers.
+fn largest_sample_total() -> u64 {
+    let mut largest = 0;
+    for case in std::fs::read_dir("samples")
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("truth.json").exists())
+    {
+        let truth: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(case.path().join("truth.json")).unwrap())
+                .unwrap();
+        for m in truth["modules_of_interest"].as_array().unwrap() {
+            largest = largest.max(m["xla_reported"]["total_bytes_used"].as_u64().unwrap());
+        }
+    }
+    largest
+}
+
+#[test]
+fn a_folder_of_samples_in_every_format() {
+    let settings = snapshot_settings();
+    for format in ["text", "json", "markdown", "github"] {
+        let (code, out, err) = hlomem(&["analyze", "samples", "--format", format]);
+        assert_eq!(code, Some(0), "{err}");
+        settings.bind(|| insta::assert_snapshot!(format!("analyze_folder_{format}"), out));
+    }
+}
+
+#[test]
+fn folder_reports_every_module_with_the_numbers_of_each_file_alone() {
+    let (_, out, _) = hlomem(&["analyze", "samples", "--format", "json"]);
+    let folder: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let modules = folder["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 7, "one module per sample case");
+    for m in modules {
+        let (_, alone, _) = hlomem(&["analyze", m["file"].as_str().unwrap(), "--format", "json"]);
+        let alone: serde_json::Value = serde_json::from_str(&alone).unwrap();
+        assert_eq!(alone["modules"][0]["memory"], m["memory"], "{}", m["file"]);
+    }
+}
+
+#[test]
+fn check_budget_exit_codes() {
+    let largest = largest_sample_total();
+    let under = (largest - 1).to_string();
+    let exact = largest.to_string();
+    let (code, out, _) = hlomem(&["check", "samples", "--per-device", "--budget", &under]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("1B over"), "{out}");
+    let (code, out, _) = hlomem(&["check", "samples", "--per-device", "--budget", &exact]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("ok: 7 modules within the budget"), "{out}");
+    // Without --per-device the sharded step counts for its 8 devices.
+    let (code, out, _) = hlomem(&["check", "samples", "--budget", &exact]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("module_0000.jit_sgd_step") && out.contains("(8 devices)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_fail_on_a_finding() {
+    let (code, out, _) = hlomem(&["check", "samples/add_nodonate/dump", "--fail-on", "HM001"]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains("forbidden finding: HM001 not-donated"),
+        "{out}"
+    );
+    let (code, _, _) = hlomem(&[
+        "check",
+        "samples/add_donate0/dump",
+        "--fail-on",
+        "not-donated",
+    ]);
+    assert_eq!(code, Some(0));
+    let (code, _, err) = hlomem(&["check", "samples", "--fail-on", "HM999"]);
+    assert_eq!(code, Some(2), "{err}");
+    let (code, _, err) = hlomem(&["check", "samples", "--budget", "lots"]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+#[test]
+fn diff_reports_the_donation_saving() {
+    let (code, out, _) = hlomem(&[
+        "diff",
+        "samples/add_nodonate/dump",
+        "samples/add_donate0/dump",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0));
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let m = &d["modules"][0];
+    // XLA's totals: 24000000 without donation, 16000000 with (samples/*/truth.json).
+    assert_eq!(
+        m["total_bytes"],
+        serde_json::json!([24_000_000, 16_000_000])
+    );
+    assert_eq!(m["findings_gone"][0], "HM001 not-donated a");
+    let (code, _, _) = hlomem(&[
+        "diff",
+        "samples/add_donate0/dump",
+        "samples/add_nodonate/dump",
+        "--fail-over",
+        "7MiB",
+    ]);
+    assert_eq!(code, Some(1), "grew by 8000000 bytes > 7MiB");
+    let (code, _, _) = hlomem(&[
+        "diff",
+        "samples/add_donate0/dump",
+        "samples/add_nodonate/dump",
+        "--fail-over",
+        "8000000",
+    ]);
+    assert_eq!(code, Some(0), "grew by exactly the limit");
+}
+
+#[test]
+fn module_filter_and_unoptimized_fallback() {
+    let (code, out, _) = hlomem(&[
+        "analyze", "samples", "--module", "*scan*", "--format", "json",
+    ]);
+    assert_eq!(code, Some(0));
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["modules"].as_array().unwrap().len(), 1);
+    let (code, _, err) = hlomem(&["analyze", "samples", "--module", "nothing-like-this"]);
+    assert_eq!(code, Some(2), "{err}");
+
+    // A folder with only a before-optimizations module: analyzed, flagged as an estimate.
+    let dir = std::env::temp_dir().join(format!("hlomem-before-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = "module_0000.jit_fn.before_optimizations.txt";
+    std::fs::copy(format!("samples/add_nodonate/dump/{name}"), dir.join(name)).unwrap();
+    let (code, out, _) = hlomem(&["analyze", "--format", "json", dir.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, Some(0));
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert!(json["modules"][0]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("estimates"));
+}
+
+#[test]
+fn a_corrupt_module_among_good_ones() {
+    let dir = std::env::temp_dir().join(format!("hlomem-mixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt",
+        dir.join("module_0000.jit_fn.cpu_after_optimizations.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("module_0001.jit_bad.cpu_after_optimizations.txt"),
+        "HloModule bad\n\nENTRY %e {\n",
+    )
+    .unwrap();
+    let (code, out, err) = hlomem(&["analyze", "--format", "json", dir.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(code, Some(2));
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["modules"].as_array().unwrap().len(), 1);
+    assert!(json["errors"][0]["file"]
+        .as_str()
+        .unwrap()
+        .ends_with("module_0001.jit_bad.cpu_after_optimizations.txt"));
+    assert!(err.contains("module_0001.jit_bad"), "{err}");
+}
