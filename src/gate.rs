@@ -16,21 +16,22 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     let value: f64 = number
         .parse()
         .map_err(|_| format!("{text:?} is not a size (e.g. 16GiB, 80GB, 1.5TiB, 1000000)"))?;
-    let scale: f64 =
-        match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 1.0,
-            "k" | "kb" => 1e3,
-            "m" | "mb" => 1e6,
-            "g" | "gb" => 1e9,
-            "t" | "tb" => 1e12,
-            "ki" | "kib" => 1024.0,
-            "mi" | "mib" => 1024f64.powi(2),
-            "gi" | "gib" => 1024f64.powi(3),
-            "ti" | "tib" => 1024f64.powi(4),
-            other => return Err(format!(
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1e3,
+        "m" | "mb" => 1e6,
+        "g" | "gb" => 1e9,
+        "t" | "tb" => 1e12,
+        "ki" | "kib" => 1024.0,
+        "mi" | "mib" => 1024f64.powi(2),
+        "gi" | "gib" => 1024f64.powi(3),
+        "ti" | "tib" => 1024f64.powi(4),
+        other => {
+            return Err(format!(
                 "unknown unit {other:?} in {text:?} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-            )),
-        };
+            ))
+        }
+    };
     let bytes = value * scale;
     if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
         return Err(format!("{text:?} is out of range"));

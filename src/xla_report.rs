@@ -100,6 +100,34 @@ impl XlaReports {
         Ok((!reports.files.is_empty()).then_some(reports))
     }
 
+    /// Reads reports already in memory (any may be empty), for tests and fuzzing.
+    pub fn from_texts(
+        buffer_assignment: &str,
+        values: &str,
+        live_range: &str,
+    ) -> Result<XlaReports, Error> {
+        let mut reports = XlaReports::default();
+        reports.read_buffer_assignment(&SourceFile::from_text(
+            "buffer-assignment.txt",
+            buffer_assignment,
+        ))?;
+        let values = SourceFile::from_text("buffer-assignment-values.txt", values);
+        for (offset, line) in lines(&values.text) {
+            if line.starts_with("Total bytes used:") {
+                reports.total_bytes_used =
+                    first_int(parse(&values, Rule::total_bytes_used, offset, line)?);
+                break;
+            }
+        }
+        if !live_range.is_empty() {
+            reports.live_ranges = Some(read_live_ranges(&SourceFile::from_text(
+                "live-range.txt",
+                live_range,
+            ))?);
+        }
+        Ok(reports)
+    }
+
     fn read_buffer_assignment(&mut self, file: &SourceFile) -> Result<(), Error> {
         for (offset, line) in lines(&file.text) {
             if line.starts_with("allocation ") {

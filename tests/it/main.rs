@@ -5,6 +5,7 @@ mod corpus;
 mod errors;
 mod explain;
 mod gate;
+mod hostile;
 mod parse;
 mod samples;
 mod support;

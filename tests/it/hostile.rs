@@ -1,0 +1,168 @@
+//! Hostile and odd inputs: a clear error naming the file (and line and column
+//! where it applies), exit code 2, no partial report, and never a panic.
+
+use std::process::Command;
+
+fn hlomem(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hlomem-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const SAMPLE: &str =
+    "samples/mlp_train_donate/dump/module_0000.jit_sgd_step.cpu_after_optimizations.txt";
+
+/// Cut the sample at many places, each kind of boundary among them: every
+/// result is a module or an error with a position, never a panic.
+#[test]
+fn truncated_anywhere() {
+    let text = std::fs::read_to_string(SAMPLE).unwrap();
+    let mut cuts: Vec<usize> = (0..text.len()).step_by(97).collect();
+    // Just before and after every line break, brace and comma of the first lines.
+    for (i, c) in text.char_indices().take(20_000) {
+        if matches!(c, '\n' | '{' | '}' | ',' | '(' | ')' | '=' | '"') {
+            cuts.extend([i, i + 1]);
+        }
+    }
+    for cut in cuts {
+        let Some(prefix) = text.get(..cut) else {
+            continue;
+        };
+        match hlomem::parse_text("cut.txt", prefix) {
+            Ok(module) => {
+                let model = hlomem::analysis::analyze(&module);
+                let _ = hlomem::report::ModuleReport::build(&module, &model);
+            }
+            Err(e) => assert!(e.location().is_some(), "cut at {cut}: {e}"),
+        }
+    }
+}
+
+/// A constant whose literal is one line of 100 MB.
+#[test]
+fn a_line_of_100_megabytes() {
+    let mut text = String::from(
+        "HloModule m\n\nENTRY %e () -> f32[25000000] {\n  ROOT %c = f32[25000000]{0} constant({",
+    );
+    let chunk = "1, 2, 3, 4, 5, 6, 7, 8, 9, 0, ";
+    while text.len() < 100_000_000 {
+        text.push_str(chunk);
+    }
+    text.push_str("1})\n}\n");
+    let module = hlomem::parse_text("big.txt", text).expect("a long literal is still HLO");
+    let model = hlomem::analysis::analyze(&module);
+    assert_eq!(model.totals.output_bytes, 100_000_000);
+}
+
+#[test]
+fn empty_unreadable_and_looping_folders() {
+    let empty = scratch("empty");
+    let (code, out, err) = hlomem(&["analyze", empty.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(out.is_empty());
+    assert!(
+        err.contains(empty.to_str().unwrap()) && err.contains("directory"),
+        "{err}"
+    );
+
+    // A symlink loop inside a dump: walked once, the module still analyzed.
+    let looping = scratch("loop");
+    std::fs::copy(
+        "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt",
+        looping.join("module_0000.jit_fn.cpu_after_optimizations.txt"),
+    )
+    .unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&looping, looping.join("again")).unwrap();
+    let (code, out, err) = hlomem(&["analyze", "--format", "json", looping.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["modules"].as_array().unwrap().len(), 1);
+
+    // Unrelated files in a dump folder are not modules.
+    std::fs::write(looping.join("notes.md"), "# not HLO").unwrap();
+    std::fs::write(
+        looping.join("module_0000.jit_fn.cpu_after_optimizations.ll"),
+        "; llvm",
+    )
+    .unwrap();
+    let (code, _, _) = hlomem(&["analyze", looping.to_str().unwrap()]);
+    assert_eq!(code, Some(0));
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let locked = looping.join("module_0001.jit_g.cpu_after_optimizations.txt");
+        std::fs::write(&locked, "HloModule g").unwrap();
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).unwrap();
+        // Root reads anything; only check the error path when the file is really unreadable.
+        if std::fs::read(&locked).is_err() {
+            let (code, _, err) = hlomem(&["analyze", looping.to_str().unwrap()]);
+            assert_eq!(code, Some(2));
+            assert!(err.contains("module_0001.jit_g"), "{err}");
+        }
+    }
+    std::fs::remove_dir_all(&looping).ok();
+    std::fs::remove_dir_all(&empty).ok();
+}
+
+/// Modules that parse but make no sense must not break the analyses.
+#[test]
+fn odd_modules_are_analyzed_without_panics() {
+    let odd = [
+        // A computation that calls itself.
+        "HloModule m\n\n%f (x: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n  ROOT %c = f32[] call(%x), to_apply=%f\n}\n\n\
+         ENTRY %e (p: f32[]) -> f32[] {\n  %p = f32[] parameter(0)\n  ROOT %r = f32[] call(%p), to_apply=%f\n}\n",
+        // A while whose body is its condition and which has no init.
+        "HloModule m\n\n%c (s: f32[]) -> pred[] {\n  %s = f32[] parameter(0)\n  ROOT %t = pred[] compare(%s, %s), direction=LT\n}\n\n\
+         ENTRY %e () -> f32[] {\n  ROOT %w = f32[] while(), condition=%c, body=%c\n}\n",
+        // Wrong arity and out-of-range tuple indices.
+        "HloModule m\n\nENTRY %e (p: (f32[], s32[])) -> f32[] {\n  %p = (f32[], s32[]) parameter(0)\n  \
+         %g = f32[] get-tuple-element(%p), index=7\n  %a = f32[] add(%g)\n  %d = f32[8]{0} dynamic-update-slice()\n  \
+         ROOT %s = f32[] subtract(%a, %a, %a, %a)\n}\n",
+        // An operand used before it is defined in the schedule, and no ROOT.
+        "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[4]) -> f32[4] {\n  %b = f32[4]{0} negate(%a)\n  \
+         %a = f32[4]{0} exponential(%p)\n  %p = f32[4]{0} parameter(0)\n}\n",
+        // Aliases and donors that point nowhere.
+        "HloModule m, input_output_alias={ {5}: (9, {3}, may-alias) }, buffer_donor={ (7, {1}) }\n\n\
+         ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} negate(%p)\n}\n",
+        // A conditional without branches, a fusion of the entry itself.
+        "HloModule m\n\nENTRY %e (p: pred[]) -> f32[] {\n  %p = pred[] parameter(0)\n  %c = f32[] conditional(%p)\n  \
+         ROOT %f = f32[] fusion(%c), kind=kLoop, calls=%e\n}\n",
+    ];
+    for text in odd {
+        match hlomem::parse_text("odd.txt", text) {
+            Ok(module) => {
+                let model = hlomem::analysis::analyze(&module);
+                let report = hlomem::report::ModuleReport::build(&module, &model);
+                let report = hlomem::Report {
+                    modules: vec![report],
+                    errors: vec![],
+                };
+                let mut out = Vec::new();
+                hlomem::render::render(
+                    &report,
+                    hlomem::render::Format::Text,
+                    Default::default(),
+                    &mut out,
+                )
+                .unwrap();
+            }
+            Err(e) => assert!(e.location().is_some(), "{e}"),
+        }
+    }
+}
