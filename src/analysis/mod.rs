@@ -58,6 +58,8 @@ pub struct Peak {
     pub instruction: Option<InstrId>,
     /// Buffers live at the peak, largest first.
     pub buffers: Vec<PeakBuffer>,
+    /// Bytes in use at each logical time, by kind (indexed by `BufferKind as usize`).
+    pub timeline: Vec<[u64; 4]>,
 }
 
 #[derive(Debug, Clone)]
@@ -73,10 +75,10 @@ pub struct PeakBuffer {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum BufferKind {
-    Parameter,
-    Output,
-    Temp,
-    Constant,
+    Parameter = 0,
+    Output = 1,
+    Temp = 2,
+    Constant = 3,
 }
 
 impl BufferKind {
@@ -141,7 +143,10 @@ pub fn analyze_with_aliases(module: &Module, aliases: &[IoAlias]) -> MemoryModel
         }
     }
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
-    totals.live_peak_bytes = peak.buffers.iter().map(|b| b.bytes).sum();
+    totals.live_peak_bytes = peak
+        .timeline
+        .get(peak.time as usize)
+        .map_or(0, |k| k.iter().sum());
     MemoryModel {
         schedule,
         dataflow,
@@ -188,8 +193,28 @@ fn live_peak(
             starts.entry((a, r.start)).or_default().push((offset, size));
         }
     }
+    // What a value holds: a donated parameter's buffer may already hold the
+    // output that replaces it.
+    let kind_of = |v: ValueId| {
+        let value = &dataflow.values[v.index()];
+        let def = module.instr(value.instr);
+        let buffer = &dataflow.buffers[value.buffer.index()];
+        if def.opcode == Opcode::Parameter && def.computation == module.entry {
+            BufferKind::Parameter
+        } else if assignment.live_out[value.buffer.index()] {
+            BufferKind::Output
+        } else if buffer
+            .values
+            .iter()
+            .any(|v| module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant)
+        {
+            BufferKind::Constant
+        } else {
+            BufferKind::Temp
+        }
+    };
     let n = schedule.len() as usize + 2;
-    let mut delta = vec![0i128; n + 1];
+    let mut delta = vec![[0i128; 4]; n + 1];
     let mut occupancy: Vec<Option<LiveRange>> = vec![None; ranges.len()];
     for (i, r) in ranges.iter().enumerate() {
         let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) else {
@@ -206,15 +231,24 @@ fn live_peak(
             start: r.start,
             end,
         });
-        delta[r.start as usize] += i128::from(size);
-        delta[(end as usize + 1).min(n)] -= i128::from(size);
+        let k = kind_of(ValueId(i as u32)) as usize;
+        delta[r.start as usize][k] += i128::from(size);
+        delta[(end as usize + 1).min(n)][k] -= i128::from(size);
     }
-    let (mut best_time, mut best, mut running) = (0usize, i128::MIN, 0i128);
+    let mut timeline = Vec::with_capacity(schedule.len() as usize);
+    let (mut best_time, mut best) = (0usize, i128::MIN);
+    let mut running = [0i128; 4];
     for (t, d) in delta.iter().enumerate().take(n) {
-        running += d;
-        if running > best {
-            best = running;
+        for k in 0..4 {
+            running[k] += d[k];
+        }
+        let total: i128 = running.iter().sum();
+        if total > best {
+            best = total;
             best_time = t;
+        }
+        if t < schedule.len() as usize {
+            timeline.push(running.map(|b| u64::try_from(b).unwrap_or(0)));
         }
     }
     let t = best_time as u32;
@@ -229,39 +263,26 @@ fn live_peak(
             }
         }
     }
-    let mut buffers: Vec<PeakBuffer> =
-        live.into_iter()
-            .map(|(b, (v, bytes))| {
-                let buffer = &dataflow.buffers[b.index()];
-                let value = &dataflow.values[v.index()];
-                // What the buffer holds at the peak: a donated parameter's buffer may
-                // already hold the output that replaces it.
-                let def = module.instr(value.instr);
-                let kind = if def.opcode == Opcode::Parameter && def.computation == module.entry {
-                    BufferKind::Parameter
-                } else if assignment.live_out[b.index()] {
-                    BufferKind::Output
-                } else if buffer.values.iter().any(|v| {
-                    module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant
-                }) {
-                    BufferKind::Constant
-                } else {
-                    BufferKind::Temp
-                };
-                PeakBuffer {
-                    buffer: b,
-                    instruction: value.instr,
-                    index: value.index.clone(),
-                    bytes,
-                    kind,
-                }
-            })
-            .collect();
+    let mut buffers: Vec<PeakBuffer> = live
+        .into_iter()
+        .map(|(b, (v, bytes))| {
+            let value = &dataflow.values[v.index()];
+            let kind = kind_of(v);
+            PeakBuffer {
+                buffer: b,
+                instruction: value.instr,
+                index: value.index.clone(),
+                bytes,
+                kind,
+            }
+        })
+        .collect();
     buffers.sort_by_key(|p| (std::cmp::Reverse(p.bytes), p.buffer));
     Peak {
         time: t,
         instruction: schedule.order.get(best_time).copied(),
         buffers,
+        timeline,
     }
 }
 

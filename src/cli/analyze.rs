@@ -70,13 +70,37 @@ pub fn load(
     Ok(report)
 }
 
-pub fn run(
-    paths: &[PathBuf],
-    selection: &Selection,
-    top: usize,
-    verify: bool,
-    term: Terminal,
-) -> u8 {
+/// `analyze`'s own options.
+pub struct Extras {
+    pub top: usize,
+    pub verify: bool,
+    pub html: Option<PathBuf>,
+    pub svg: Option<PathBuf>,
+}
+
+/// Writes one rendering to a file.
+fn write_file(
+    path: &Path,
+    render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), u8> {
+    let result = std::fs::File::create(path).and_then(|file| {
+        let mut out = std::io::BufWriter::new(file);
+        render(&mut out)?;
+        out.flush()
+    });
+    result.map_err(|e| {
+        eprintln!("error: cannot write {}: {e}", path.display());
+        EXIT_INPUT_ERROR
+    })
+}
+
+pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Terminal) -> u8 {
+    let Extras {
+        top,
+        verify,
+        html,
+        svg,
+    } = extras;
     let report = match load(paths, selection, verify, term) {
         Ok(r) => r,
         Err(code) => return code,
@@ -90,6 +114,19 @@ pub fn run(
         };
         if let Err(code) = write_out(|out| render::render(&report, selection.format, options, out))
         {
+            return code;
+        }
+    }
+    if let Some(path) = &html {
+        let options = RenderOptions::default();
+        if let Err(code) = write_file(path, |out| {
+            render::render(&report, render::Format::Html, options, out)
+        }) {
+            return code;
+        }
+    }
+    if let Some(path) = &svg {
+        if let Err(code) = write_file(path, |out| render::render_svg(&report, out)) {
             return code;
         }
     }

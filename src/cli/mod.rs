@@ -62,6 +62,13 @@ enum Command {
         /// where hlomem and XLA disagree; exit 1 if any does.
         #[arg(long)]
         verify: bool,
+        /// Also write a self-contained HTML report (a chart of memory over the
+        /// schedule, the buffers at the peak, the findings) to FILE.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
+        /// Also write the largest module's memory chart as an SVG to FILE.
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
     /// Fail (exit 1) when a module needs more memory than a budget, or has findings
     /// that must not appear.
@@ -147,7 +154,19 @@ pub fn run() -> ExitCode {
             selection,
             top,
             verify,
-        } => analyze::run(&paths, &selection, top, verify, term),
+            html,
+            svg,
+        } => analyze::run(
+            &paths,
+            &selection,
+            analyze::Extras {
+                top,
+                verify,
+                html,
+                svg,
+            },
+            term,
+        ),
         Command::Check {
             paths,
             budget,

@@ -54,7 +54,7 @@ pub fn render_check(
             }
             return Ok(());
         }
-        Format::Text | Format::Markdown => {}
+        Format::Text | Format::Markdown | Format::Html => {}
     }
     let md = format == Format::Markdown;
     if r.passed {
@@ -151,7 +151,7 @@ pub fn render_diff(
         }
         return Ok(());
     }
-    let md = format == Format::Markdown;
+    let md = matches!(format, Format::Markdown | Format::Html);
     let item = if md { "- " } else { "  " };
     for (i, m) in d.modules.iter().enumerate() {
         if i > 0 {

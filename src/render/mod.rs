@@ -4,6 +4,7 @@
 mod explain;
 mod gate;
 mod github;
+mod html;
 mod json;
 mod markdown;
 mod text;
@@ -26,6 +27,16 @@ pub enum Format {
     Markdown,
     /// GitHub Actions annotations (`::error`, `::warning`, `::notice` lines).
     Github,
+    /// One self-contained page with a chart of memory over the schedule.
+    Html,
+}
+
+/// The chart of the largest module as a standalone SVG (`--svg FILE`).
+pub fn render_svg(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+    match report.largest_first().first() {
+        Some(m) => writeln!(out, "{}", html::chart_svg(m, true)),
+        None => Ok(()),
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -57,6 +68,7 @@ pub fn render(
         Format::Json => json::render(report, out),
         Format::Markdown => markdown::render(report, options, out),
         Format::Github => github::render(report, out),
+        Format::Html => html::render(report, out),
     }
 }
 
@@ -70,6 +82,6 @@ pub fn render_explain(
     match format {
         Format::Text => explain::render_text(report, options, out),
         Format::Json => json::render(report, out),
-        Format::Markdown | Format::Github => explain::render_markdown(report, out),
+        Format::Markdown | Format::Github | Format::Html => explain::render_markdown(report, out),
     }
 }

@@ -69,6 +69,8 @@ pub struct ModuleReport {
     pub memory: crate::analysis::Totals,
     /// The moment the most bytes are live, and the buffers live then.
     pub peak: PeakReport,
+    /// Bytes in use over the schedule (downsampled), for charts.
+    pub timeline: TimelineReport,
     /// Caveats about the numbers (e.g. an unoptimized module).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -89,6 +91,70 @@ pub struct PeakReport {
     /// The instruction scheduled there.
     pub instruction: Option<String>,
     pub buffers: Vec<PeakBufferReport>,
+}
+
+/// Bytes in use over the flattened schedule, for charts: one bucket per
+/// position, or per run of positions when there are more than
+/// [`TIMELINE_BUCKETS`] (each bucket then shows its busiest moment, so the
+/// peak survives the downsampling).
+#[derive(Debug, Serialize)]
+pub struct TimelineReport {
+    /// Positions in the flattened schedule.
+    pub length: u32,
+    pub buckets: Vec<TimelineBucket>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TimelineBucket {
+    /// First and last schedule position of the bucket.
+    pub start: u32,
+    pub end: u32,
+    /// The busiest moment in the bucket.
+    pub time: u32,
+    pub parameter: u64,
+    pub output: u64,
+    pub temp: u64,
+    pub constant: u64,
+    pub total: u64,
+    pub instruction: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+pub const TIMELINE_BUCKETS: usize = 1000;
+
+impl TimelineReport {
+    fn build(module: &Module, model: &crate::analysis::MemoryModel) -> TimelineReport {
+        let timeline = &model.peak.timeline;
+        let n = timeline.len();
+        let per = n.div_ceil(TIMELINE_BUCKETS).max(1);
+        let mut buckets = Vec::with_capacity(n.div_ceil(per));
+        for start in (0..n).step_by(per) {
+            let end = (start + per).min(n) - 1;
+            let total = |t: usize| timeline[t].iter().sum::<u64>();
+            let busiest = (start..=end)
+                .max_by_key(|&t| (total(t), std::cmp::Reverse(t)))
+                .unwrap_or(start);
+            let [parameter, output, temp, constant] = timeline[busiest];
+            let instr = model.schedule.order[busiest];
+            buckets.push(TimelineBucket {
+                start: start as u32,
+                end: end as u32,
+                time: busiest as u32,
+                parameter,
+                output,
+                temp,
+                constant,
+                total: total(busiest),
+                instruction: module.instr(instr).name.clone(),
+                source: module.source_location(instr).map(|l| l.to_string()),
+            });
+        }
+        TimelineReport {
+            length: n as u32,
+            buckets,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -199,6 +265,7 @@ impl ModuleReport {
             parameters,
             outputs,
             memory: model.totals,
+            timeline: TimelineReport::build(module, model),
             peak: PeakReport {
                 time: model.peak.time,
                 instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),

@@ -443,3 +443,24 @@ fn corpus_diff_of_the_motivating_pair() {
     assert_eq!(d.modules[0].growth(), -14_787_872_288, "the 13.77GiB drop");
     assert_eq!(d.modules[0].findings_gone, ["HM001 not-donated a"]);
 }
+
+/// The largest module's report stays small enough to attach to an issue.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_big_module_html_is_small() {
+    let root = corpus_root();
+    let report = hlomem::analyze_paths(
+        &[root.join("corpus/cases/big_transformer_48L_unrolled/dump")],
+        hlomem::AnalyzeOptions::default(),
+    );
+    let mut html = Vec::new();
+    hlomem::render::render(
+        &report,
+        hlomem::render::Format::Html,
+        Default::default(),
+        &mut html,
+    )
+    .unwrap();
+    assert!(html.len() < 2 * 1024 * 1024, "{} bytes", html.len());
+    println!("big_transformer_48L_unrolled report: {} bytes", html.len());
+}

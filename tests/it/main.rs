@@ -6,6 +6,7 @@ mod errors;
 mod explain;
 mod gate;
 mod hostile;
+mod html;
 mod parse;
 mod samples;
 mod support;
