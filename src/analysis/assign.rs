@@ -82,29 +82,6 @@ pub fn assign(
 
     let mut allocations: Vec<Allocation> = Vec::new();
     let mut allocation_of: Vec<Option<usize>> = vec![None; dataflow.buffers.len()];
-    let new_allocation = |kind: AllocationKind,
-                          size: u64,
-                          maybe_live_out: bool,
-                          b: BufferId,
-                          is_tuple_table: bool,
-                          allocation_of: &mut Vec<Option<usize>>,
-                          allocations: &mut Vec<Allocation>| {
-        let temp_tuple = is_tuple_table && !maybe_live_out;
-        let reusable = match kind {
-            AllocationKind::Parameter { aliased, .. } => aliased,
-            AllocationKind::Output => !is_tuple_table,
-            _ => false,
-        };
-        allocations.push(Allocation {
-            kind,
-            size,
-            maybe_live_out,
-            buffers: vec![b],
-            temp_tuple,
-            reusable,
-        });
-        allocation_of[b.index()] = Some(allocations.len() - 1);
-    };
 
     // Biggest first, live-out first, then earliest in post-order (`kBiggestFirst`).
     let mut order: Vec<BufferId> = (0..dataflow.buffers.len() as u32)
@@ -147,14 +124,14 @@ pub fn assign(
             continue;
         }
         if defs().any(|i| i.opcode == Opcode::Constant) {
-            new_allocation(
+            add_allocation(
+                &mut allocations,
+                &mut allocation_of,
                 AllocationKind::Constant,
                 buffer.size,
                 lo,
                 b,
                 false,
-                &mut allocation_of,
-                &mut allocations,
             );
             continue;
         }
@@ -163,14 +140,14 @@ pub fn assign(
         {
             let number = param.parameter_number.unwrap_or(0);
             let aliased = aliased_params.contains(&number);
-            new_allocation(
+            add_allocation(
+                &mut allocations,
+                &mut allocation_of,
                 AllocationKind::Parameter { number, aliased },
                 buffer.size,
                 lo,
                 b,
                 false,
-                &mut allocation_of,
-                &mut allocations,
             );
             continue;
         }
@@ -183,14 +160,14 @@ pub fn assign(
                 .is_some_and(|s| s.is_tuple())
         });
         if is_tuple {
-            new_allocation(
+            add_allocation(
+                &mut allocations,
+                &mut allocation_of,
                 AllocationKind::Output,
                 buffer.size,
                 lo,
                 b,
                 true,
-                &mut allocation_of,
-                &mut allocations,
             );
             continue;
         }
@@ -211,14 +188,14 @@ pub fn assign(
             delayed.push(b);
             continue;
         }
-        new_allocation(
+        add_allocation(
+            &mut allocations,
+            &mut allocation_of,
             AllocationKind::Output,
             buffer.size,
             true,
             b,
             false,
-            &mut allocation_of,
-            &mut allocations,
         );
     }
 
@@ -235,14 +212,14 @@ pub fn assign(
     }
     for b in thread_local {
         let size = dataflow.buffers[b.index()].size;
-        new_allocation(
+        add_allocation(
+            &mut allocations,
+            &mut allocation_of,
             AllocationKind::ThreadLocal,
             size,
             false,
             b,
             false,
-            &mut allocation_of,
-            &mut allocations,
         );
     }
     combine_temp_allocations(&mut allocations, alignment);
@@ -259,6 +236,33 @@ pub fn assign(
         heap,
         heap_buffers: delayed,
     }
+}
+
+/// A new allocation holding buffer `b`; tuple tables never take other buffers,
+/// and a tuple table that is not live out joins the temp block at the end.
+fn add_allocation(
+    allocations: &mut Vec<Allocation>,
+    allocation_of: &mut [Option<usize>],
+    kind: AllocationKind,
+    size: u64,
+    maybe_live_out: bool,
+    b: BufferId,
+    is_tuple_table: bool,
+) {
+    let reusable = match kind {
+        AllocationKind::Parameter { aliased, .. } => aliased,
+        AllocationKind::Output => !is_tuple_table,
+        _ => false,
+    };
+    allocations.push(Allocation {
+        kind,
+        size,
+        maybe_live_out,
+        buffers: vec![b],
+        temp_tuple: is_tuple_table && !maybe_live_out,
+        reusable,
+    });
+    allocation_of[b.index()] = Some(allocations.len() - 1);
 }
 
 /// Moves the temporary allocations (the heap block and temporary tuple tables)

@@ -190,6 +190,13 @@ impl Builder<'_> {
             .unwrap_or_default()
     }
 
+    /// The values of tuple element `k` of operand 0.
+    fn operand_element(&self, id: InstrId, k: usize) -> Option<Vec<ValueId>> {
+        let operand = *self.module.instr(id).operands.first()?;
+        let range = child_range(&self.module.instr(operand).shape, k)?;
+        self.value_of[operand.index()].get(range).map(<[_]>::to_vec)
+    }
+
     fn evaluate_instruction(
         &mut self,
         id: InstrId,
@@ -208,19 +215,9 @@ impl Builder<'_> {
             | Opcode::AddDependency
             | Opcode::OptimizationBarrier => forward(self.operand_values(id, 0)),
             Opcode::AllReduceDone => forward(self.operand_values(id, 0)),
-            Opcode::GetTupleElement => {
-                let operand = instr.operands.first().map(|o| &module.instr(*o).shape);
-                let k = instr.tuple_index.unwrap_or(0) as usize;
-                match operand.and_then(|s| child_range(s, k)) {
-                    Some(range) => forward(
-                        self.operand_values(id, 0)
-                            .get(range)
-                            .map(<[_]>::to_vec)
-                            .unwrap_or_default(),
-                    ),
-                    None => None,
-                }
-            }
+            Opcode::GetTupleElement => self
+                .operand_element(id, instr.tuple_index.unwrap_or(0) as usize)
+                .and_then(forward),
             Opcode::Tuple => {
                 let table = self.define(id, 0, Vec::new(), &instr.shape, false);
                 let mut values = vec![table];
@@ -256,21 +253,12 @@ impl Builder<'_> {
             | Opcode::AllGatherDone
             | Opcode::CollectivePermuteDone => {
                 // The result lives in the start's destination slot.
-                let start = instr.operands.first().map(|o| &module.instr(*o).shape);
                 let slot = if instr.opcode == Opcode::CopyDone {
                     0
                 } else {
                     1
                 };
-                match start.and_then(|s| child_range(s, slot)) {
-                    Some(range) => forward(
-                        self.operand_values(id, 0)
-                            .get(range)
-                            .map(<[_]>::to_vec)
-                            .unwrap_or_default(),
-                    ),
-                    None => None,
-                }
+                self.operand_element(id, slot).and_then(forward)
             }
             _ => None,
         };

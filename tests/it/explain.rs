@@ -6,17 +6,9 @@ use std::process::Command;
 use crate::support::{relative, snapshot_settings};
 
 fn explain(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("explain")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["explain"];
+    all.extend_from_slice(args);
+    crate::support::run_hlomem(&all)
 }
 
 #[test]

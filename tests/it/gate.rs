@@ -1,22 +1,9 @@
 //! Dump folders, `check` and `diff`: exit codes, formats, and numbers that
 //! equal XLA's (the samples' `truth.json`).
 
-use std::process::Command;
-
 use crate::support::snapshot_settings;
 
-fn hlomem(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::run_hlomem as hlomem;
 
 /// The largest `total_bytes` among the samples, per device, from XLA's own numbers.
 fn largest_sample_total() -> u64 {

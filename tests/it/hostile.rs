@@ -1,20 +1,7 @@
 //! Hostile and odd inputs: a clear error naming the file (and line and column
 //! where it applies), exit code 2, no partial report, and never a panic.
 
-use std::process::Command;
-
-fn hlomem(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::support::run_hlomem as hlomem;
 
 fn scratch(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("hlomem-{name}-{}", std::process::id()));

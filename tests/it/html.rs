@@ -4,15 +4,8 @@
 use std::process::Command;
 
 fn hlomem(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_hlomem"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    let (code, out, _) = crate::support::run_hlomem(args);
+    (code, out)
 }
 
 /// The `d` attribute of the first `<path class="{class}"`.

@@ -50,3 +50,17 @@ pub fn sample_truth(case: &str) -> serde_json::Value {
         .expect("truth.json");
     serde_json::from_str(&text).expect("truth.json is JSON")
 }
+
+/// Runs the binary from the crate root: (exit code, stdout, stderr).
+pub fn run_hlomem(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .expect("the hlomem binary runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
