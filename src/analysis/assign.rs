@@ -311,11 +311,11 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
             }
             Some(c) => {
                 let base = if alignment > 1 {
-                    c.size.div_ceil(alignment) * alignment
+                    c.size.div_ceil(alignment).saturating_mul(alignment)
                 } else {
                     c.size
                 };
-                c.size = base + temp.size;
+                c.size = base.saturating_add(temp.size);
                 c.buffers.extend(temp.buffers);
             }
         }

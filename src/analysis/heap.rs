@@ -136,7 +136,7 @@ pub fn simulate(
                     });
                 }
             }
-            live_bytes += value.size;
+            live_bytes = live_bytes.saturating_add(value.size);
             peak_live = peak_live.max(live_bytes);
         }
         if let Some(ending) = ends_at.get(&t) {
@@ -264,7 +264,7 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
         if alignment <= 1 {
             x
         } else {
-            x.div_ceil(alignment) * alignment
+            x.div_ceil(alignment).saturating_mul(alignment)
         }
     };
     let mut offsets = vec![0u64; groups.len()];
@@ -302,14 +302,14 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
             if chunk_offset > offset {
                 consider(offset, chunk_offset - offset, &mut best);
             }
-            offset = offset.max(align(chunk_offset + chunk_size));
+            offset = offset.max(align(chunk_offset.saturating_add(chunk_size)));
         }
         if heap_size > offset {
             consider(offset, heap_size - offset, &mut best);
         }
         let chosen = best.map_or(offset, |(o, _)| o);
         offsets[g] = chosen;
-        heap_size = heap_size.max(chosen + group.size);
+        heap_size = heap_size.max(chosen.saturating_add(group.size));
         placed.push(g);
     }
     (heap_size, offsets)

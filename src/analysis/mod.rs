@@ -130,23 +130,23 @@ pub fn analyze_with_aliases(module: &Module, aliases: &[IoAlias]) -> MemoryModel
         totals.total_bytes = totals.total_bytes.saturating_add(a.size);
         match a.kind {
             AllocationKind::Parameter { aliased, .. } => {
-                totals.argument_bytes += a.size;
+                totals.argument_bytes = totals.argument_bytes.saturating_add(a.size);
                 if aliased {
-                    totals.alias_bytes += a.size;
+                    totals.alias_bytes = totals.alias_bytes.saturating_add(a.size);
                 }
             }
-            AllocationKind::Temp => totals.temp_bytes += a.size,
+            AllocationKind::Temp => totals.temp_bytes = totals.temp_bytes.saturating_add(a.size),
             _ => {}
         }
         if a.maybe_live_out {
-            totals.output_bytes += a.size;
+            totals.output_bytes = totals.output_bytes.saturating_add(a.size);
         }
     }
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak
         .timeline
         .get(peak.time as usize)
-        .map_or(0, |k| k.iter().sum());
+        .map_or(0, |k| k.iter().copied().fold(0u64, u64::saturating_add));
     MemoryModel {
         schedule,
         dataflow,
@@ -223,7 +223,9 @@ fn live_peak(
         let taken_over = r.end > r.start
             && starts.get(&(a, r.end)).is_some_and(|others| {
                 others.iter().any(|&(o, s)| {
-                    o < offset + size && offset < o + s && !(o == offset && r.start == r.end)
+                    o < offset.saturating_add(size)
+                        && offset < o.saturating_add(s)
+                        && !(o == offset && r.start == r.end)
                 })
             });
         let end = if taken_over { r.end - 1 } else { r.end };

@@ -32,7 +32,12 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         }
     }
     groups.sort_by_key(|(_, members)| {
-        std::cmp::Reverse(members.iter().map(|c| c.bytes).sum::<u64>())
+        std::cmp::Reverse(
+            members
+                .iter()
+                .map(|c| c.bytes)
+                .fold(0u64, u64::saturating_add),
+        )
     });
 
     let mut aliases = module.header.input_output_alias.clone();
@@ -72,7 +77,12 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             format!(
                 "{} of its arrays ({} in all)",
                 members.len(),
-                human_bytes(members.iter().map(|c| c.bytes).sum())
+                human_bytes(
+                    members
+                        .iter()
+                        .map(|c| c.bytes)
+                        .fold(0u64, u64::saturating_add)
+                )
             )
         };
         let mut finding = Finding::new(

@@ -92,7 +92,10 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         }
         // A copy that is itself an output is HM004's business.
         copies.retain(|c| !root_operands.contains(c));
-        let saved: u64 = copies.iter().map(|&c| temp_bytes(model, c)).sum();
+        let saved: u64 = copies
+            .iter()
+            .map(|&c| temp_bytes(model, c))
+            .fold(0u64, u64::saturating_add);
         if !copies.is_empty() && saved > 0 {
             let readers: Vec<InstrId> = entry
                 .instructions

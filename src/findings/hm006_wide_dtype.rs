@@ -23,7 +23,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 .is_some_and(is_wide)
         })
         .collect();
-    let bytes: u64 = wide.iter().map(|b| b.bytes).sum();
+    let bytes: u64 = wide.iter().map(|b| b.bytes).fold(0u64, u64::saturating_add);
     if bytes == 0 {
         return Vec::new();
     }

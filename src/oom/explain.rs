@@ -278,7 +278,10 @@ fn arithmetic(s: &Stats) -> Option<String> {
     if present.is_empty() {
         return None;
     }
-    let sum: u64 = present.iter().map(|(_, a)| a.bytes).sum();
+    let sum: u64 = present
+        .iter()
+        .map(|(_, a)| a.bytes)
+        .fold(0u64, u64::saturating_add);
     let terms: Vec<String> = present
         .iter()
         .map(|(n, a)| format!("{} {n}", human_bytes(a.bytes)))
@@ -341,7 +344,7 @@ fn group_buffers(msg: &OomMessage) -> Vec<BufferGroup> {
     }
     for (g, bs) in groups.iter_mut().zip(&members) {
         g.count = bs.len();
-        g.total_bytes = g.each_bytes * bs.len() as u64;
+        g.total_bytes = g.each_bytes.saturating_mul(bs.len() as u64);
         let params = bs
             .iter()
             .filter(|b| b.kind.as_deref() == Some("parameter"))
@@ -419,7 +422,7 @@ fn explain_tpu(msg: &OomMessage) -> Vec<String> {
         .peak_buffers
         .iter()
         .filter_map(|b| b.padding.map(|p| p.bytes))
-        .sum();
+        .fold(0u64, u64::saturating_add);
     if padding > 0 {
         out.push(format!(
             "Tile padding wastes {} in the largest allocations listed: TPU layouts round the last two dimensions up to \
@@ -520,7 +523,7 @@ fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
             })
         })
         .filter_map(|b| b.size.map(|a| a.bytes))
-        .sum();
+        .fold(0u64, u64::saturating_add);
     if wide > 0 {
         advice.push(Advice {
             action: "Use float32 instead of float64 (turn off jax_enable_x64, or cast with .astype(jnp.float32))".into(),
@@ -559,7 +562,7 @@ fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
         .or_else(|| msg.tpu.as_ref().and_then(|t| t.used.or(t.total_usage)))
         .map(|a| a.bytes);
     if let (Some(temp), Some(total)) = (temp, total) {
-        if temp * 2 > total {
+        if temp.saturating_mul(2) > total {
             advice.push(Advice {
                 action: "Rematerialize: wrap the model's layers in jax.checkpoint (jax.remat) so activations are recomputed in the backward pass instead of stored".into(),
                 saves_bytes: None,
@@ -577,7 +580,7 @@ fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
         .peak_buffers
         .iter()
         .filter_map(|b| b.padding.map(|p| p.bytes))
-        .sum();
+        .fold(0u64, u64::saturating_add);
     if padding > 0 {
         advice.push(Advice {
             action: "Reshape arrays so their last two dimensions are multiples of 8 and 128 (or move a small dimension out of the last two)".into(),

@@ -68,7 +68,7 @@ pub fn chart_svg(m: &ModuleReport, standalone: bool) -> String {
         let top: Vec<u64> = buckets
             .iter()
             .zip(&below)
-            .map(|(b, lo)| lo + kind_bytes(b)[k])
+            .map(|(b, lo)| lo.saturating_add(kind_bytes(b)[k]))
             .collect();
         if top == below {
             continue;
@@ -273,7 +273,13 @@ fn render_module(i: usize, m: &ModuleReport, out: &mut dyn Write) -> io::Result<
     }
     let hidden = m.peak.buffers.len().saturating_sub(BARS);
     if hidden > 0 {
-        let bytes: u64 = m.peak.buffers.iter().skip(BARS).map(|b| b.bytes).sum();
+        let bytes: u64 = m
+            .peak
+            .buffers
+            .iter()
+            .skip(BARS)
+            .map(|b| b.bytes)
+            .fold(0u64, u64::saturating_add);
         writeln!(
             out,
             "<p class=\"more\">and {hidden} smaller buffers ({})</p>",

@@ -199,7 +199,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 .iter()
                 .skip(PEAK_BUFFERS_SHOWN)
                 .map(|b| b.bytes)
-                .sum();
+                .fold(0u64, u64::saturating_add);
             writeln!(
                 out,
                 "     ... and {hidden} smaller buffers ({})",

@@ -131,7 +131,7 @@ impl TimelineReport {
         let mut buckets = Vec::with_capacity(n.div_ceil(per));
         for start in (0..n).step_by(per) {
             let end = (start + per).min(n) - 1;
-            let total = |t: usize| timeline[t].iter().sum::<u64>();
+            let total = |t: usize| timeline[t].iter().copied().fold(0u64, u64::saturating_add);
             let busiest = (start..=end)
                 .max_by_key(|&t| (total(t), std::cmp::Reverse(t)))
                 .unwrap_or(start);

@@ -153,3 +153,27 @@ fn odd_modules_are_analyzed_without_panics() {
         }
     }
 }
+
+/// Sizes near 2^64: sums saturate instead of overflowing.
+#[test]
+fn absurd_sizes_do_not_overflow() {
+    let text = "HloModule m, is_scheduled=true\n\nENTRY %e (a: u8[9223372036854775807], b: u8[9223372036854775807]) \
+                -> (u8[9223372036854775807], u8[9223372036854775807]) {\n  \
+                %a = u8[9223372036854775807]{0} parameter(0)\n  %b = u8[9223372036854775807]{0} parameter(1)\n  \
+                %x = u8[9223372036854775807]{0} negate(%a)\n  %y = u8[9223372036854775807]{0} negate(%b)\n  \
+                ROOT %t = (u8[9223372036854775807]{0}, u8[9223372036854775807]{0}) tuple(%x, %y)\n}\n";
+    let module = hlomem::parse_text("huge.txt", text).unwrap();
+    let model = hlomem::analysis::analyze(&module);
+    assert_eq!(model.totals.total_bytes, u64::MAX);
+    let report = hlomem::report::ModuleReport::build(&module, &model);
+    let report = hlomem::Report { modules: vec![report], errors: vec![] };
+    for format in [hlomem::render::Format::Text, hlomem::render::Format::Html] {
+        hlomem::render::render(&report, format, Default::default(), &mut std::io::sink()).unwrap();
+    }
+    let msg = hlomem::oom::read(
+        "Peak buffers:\n\tBuffer 1:\n\t\tSize: 16.00EiB\n\t\tShape: u8[1]\n\t\t===\n\tBuffer 2:\n\t\tSize: 16.00EiB\n\t\tShape: u8[1]\n",
+    );
+    if let Some(msg) = msg {
+        let _ = hlomem::oom::explain::explain(&msg, None);
+    }
+}
