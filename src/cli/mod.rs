@@ -18,7 +18,14 @@ mod gate;
 
 /// Static memory analysis of XLA HLO dumps.
 #[derive(Debug, Parser)]
-#[command(name = "hlomem", version, about, long_about = None)]
+#[command(
+    name = "hlomem",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit codes: 0 ok; 1 a check failed (check over budget or a --fail-on finding, diff --fail-over \
+                  exceeded, analyze --verify disagreed with XLA); 2 usage or input error."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -73,6 +80,7 @@ enum Command {
     /// Fail (exit 1) when a module needs more memory than a budget, or has findings
     /// that must not appear.
     Check {
+        /// Dump folders or HLO text files.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// The memory available: `16GiB`, `80GB`, `1.5TiB` or bytes.
@@ -91,7 +99,9 @@ enum Command {
     /// What changed between two dumps of the same program: totals, buffers at the
     /// peak, findings.
     Diff {
+        /// The dump (folder or file) before the change.
         old: PathBuf,
+        /// The dump after the change.
         new: PathBuf,
         /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, bytes).
         #[arg(long, value_name = "SIZE")]
