@@ -129,11 +129,9 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 alias.output_index,
                 describe(module, producer)
             ));
-            for (c, name) in copies
-                .iter()
-                .zip(std::iter::repeat("copy of the parameter"))
-            {
-                f.evidence.push(format!("{name}: {}", describe(module, *c)));
+            for &c in &copies {
+                f.evidence
+                    .push(format!("copy of the parameter: {}", describe(module, c)));
             }
             for n in names {
                 f.evidence.push(format!("still reads the old value: {n}"));

@@ -166,7 +166,10 @@ fn absurd_sizes_do_not_overflow() {
     let model = hlomem::analysis::analyze(&module);
     assert_eq!(model.totals.total_bytes, u64::MAX);
     let report = hlomem::report::ModuleReport::build(&module, &model);
-    let report = hlomem::Report { modules: vec![report], errors: vec![] };
+    let report = hlomem::Report {
+        modules: vec![report],
+        errors: vec![],
+    };
     for format in [hlomem::render::Format::Text, hlomem::render::Format::Html] {
         hlomem::render::render(&report, format, Default::default(), &mut std::io::sink()).unwrap();
     }
