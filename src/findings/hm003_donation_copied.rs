@@ -25,6 +25,20 @@ fn temp_bytes(model: &MemoryModel, instr: InstrId) -> u64 {
     }
 }
 
+/// Instructions that read `instr`'s top-level value.
+fn users(model: &MemoryModel, instr: InstrId) -> Vec<InstrId> {
+    let Some(&v) = model.dataflow.value_of[instr.index()].first() else {
+        return Vec::new();
+    };
+    let mut out: Vec<InstrId> = model.dataflow.values[v.index()]
+        .uses
+        .iter()
+        .map(|(u, _)| *u)
+        .collect();
+    out.dedup();
+    out
+}
+
 fn describe(module: &Module, id: InstrId) -> String {
     let op = module
         .op_name(id)
@@ -79,12 +93,8 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let mut copies: Vec<InstrId> = Vec::new();
         let mut frontier = vec![param];
         while let Some(x) = frontier.pop() {
-            for &id in &entry.instructions {
-                let i = module.instr(id);
-                if i.opcode == Opcode::Copy
-                    && i.operands.first() == Some(&x)
-                    && !copies.contains(&id)
-                {
+            for id in users(model, x) {
+                if module.instr(id).opcode == Opcode::Copy && !copies.contains(&id) {
                     copies.push(id);
                     frontier.push(id);
                 }
@@ -97,14 +107,10 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             .map(|&c| temp_bytes(model, c))
             .fold(0u64, u64::saturating_add);
         if !copies.is_empty() && saved > 0 {
-            let readers: Vec<InstrId> = entry
-                .instructions
+            let readers: Vec<InstrId> = copies
                 .iter()
-                .copied()
-                .filter(|&id| {
-                    let i = module.instr(id);
-                    i.opcode != Opcode::Copy && i.operands.iter().any(|o| copies.contains(o))
-                })
+                .flat_map(|&c| users(model, c))
+                .filter(|&r| module.instr(r).opcode != Opcode::Copy)
                 .collect();
             let names: Vec<String> = readers.iter().map(|&r| describe(module, r)).collect();
             let mut f = Finding::new(
