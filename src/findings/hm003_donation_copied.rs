@@ -107,11 +107,14 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             .map(|&c| temp_bytes(model, c))
             .fold(0u64, u64::saturating_add);
         if !copies.is_empty() && saved > 0 {
-            let readers: Vec<InstrId> = copies
+            let mut readers: Vec<InstrId> = copies
                 .iter()
                 .flat_map(|&c| users(model, c))
                 .filter(|&r| module.instr(r).opcode != Opcode::Copy)
                 .collect();
+            // In the order they run.
+            readers.sort_by_key(|&r| (model.schedule.time(r), r));
+            readers.dedup();
             let names: Vec<String> = readers.iter().map(|&r| describe(module, r)).collect();
             let mut f = Finding::new(
                 "HM003",
