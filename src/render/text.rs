@@ -6,6 +6,20 @@ use super::RenderOptions;
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
+/// How many parameters and outputs the text report lists (JSON has them all).
+const LISTED: usize = 20;
+
+fn more(out: &mut dyn Write, total: usize) -> io::Result<()> {
+    if total > LISTED {
+        writeln!(
+            out,
+            "     ... and {} more (--format json lists them all)",
+            total - LISTED
+        )?;
+    }
+    Ok(())
+}
+
 /// How many buffers live at the peak the text report lists.
 const PEAK_BUFFERS_SHOWN: usize = 10;
 
@@ -242,6 +256,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     let rows: Vec<[String; 5]> = m
         .parameters
         .iter()
+        .take(LISTED)
         .map(|p| {
             [
                 format!("#{}", p.number),
@@ -253,6 +268,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         })
         .collect();
     write_table(out, &rows)?;
+    more(out, m.parameters.len())?;
 
     writeln!(out)?;
     writeln!(
@@ -264,6 +280,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     let rows: Vec<[String; 4]> = m
         .outputs
         .iter()
+        .take(LISTED)
         .map(|o| {
             let index: Vec<String> = o.index.iter().map(u64::to_string).collect();
             let alias = o
@@ -280,6 +297,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         })
         .collect();
     write_table(out, &rows)?;
+    more(out, m.outputs.len())?;
 
     if let Some(v) = &m.verification {
         writeln!(out)?;
