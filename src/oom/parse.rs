@@ -137,6 +137,27 @@ fn is_truncated(msg: &OomMessage, seen: &Seen) -> bool {
     open_entry || stats_incomplete || fragment || seen.cut_line || seen.ends_in_bar
 }
 
+/// The integers among a line's parts, in order (unparsable ones skipped).
+fn ints_in<'a>(parts: impl Iterator<Item = Pair<'a, Rule>>) -> Vec<u64> {
+    parts
+        .filter(|p| p.as_rule() == Rule::int)
+        .filter_map(|p| int_of(&p))
+        .collect()
+}
+
+/// The sizes among a line's parts, in order; `None` keeps a size's position
+/// when it could not be read.
+fn sizes_in<'a>(parts: impl Iterator<Item = Pair<'a, Rule>>) -> Vec<Option<Amount>> {
+    parts
+        .filter(|p| p.as_rule() == Rule::size)
+        .map(|p| size_of(&p))
+        .collect()
+}
+
+fn bytes_or_unknown(bytes: Option<&u64>) -> String {
+    bytes.map_or("?".to_string(), |b| crate::units::human_bytes(*b))
+}
+
 fn size_of(pair: &Pair<Rule>) -> Option<Amount> {
     Amount::parse_human(pair.as_str())
 }
@@ -189,10 +210,7 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
         }
         Rule::failed_request => {
             seen.failed_request = true;
-            let ints: Vec<u64> = parts
-                .filter(|p| p.as_rule() == Rule::int)
-                .filter_map(|p| int_of(&p))
-                .collect();
+            let ints = ints_in(parts);
             if let Some(&bytes) = ints.first() {
                 msg.requested = Some(Amount::exact(bytes));
             }
@@ -338,10 +356,7 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
             *block = Block::TpuLargest;
         }
         Rule::output_size_line => {
-            let sizes: Vec<Option<Amount>> = parts
-                .filter(|p| p.as_rule() == Rule::size)
-                .map(|p| size_of(&p))
-                .collect();
+            let sizes = sizes_in(parts);
             let t = tpu(msg);
             t.output_size = sizes.first().copied().flatten();
             t.output_shared_with_arguments = sizes.get(1).copied().flatten();
@@ -411,20 +426,14 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
         Rule::persistent_header => *block = Block::Persistent,
         Rule::abort_early => {
             seen.abort = true;
-            let sizes: Vec<Option<Amount>> = parts
-                .filter(|p| p.as_rule() == Rule::size)
-                .map(|p| size_of(&p))
-                .collect();
+            let sizes = sizes_in(parts);
             let t = tpu(msg);
             t.requires = sizes.first().copied().flatten();
             t.available = sizes.get(1).copied().flatten();
         }
         Rule::tensorcore_usage => {
             seen.sparse_core = true;
-            let sizes: Vec<Option<Amount>> = parts
-                .filter(|p| p.as_rule() == Rule::size)
-                .map(|p| size_of(&p))
-                .collect();
+            let sizes = sizes_in(parts);
             let t = tpu(msg);
             t.used = sizes.first().copied().flatten();
             t.sparse_core = sizes.get(1).copied().flatten();
@@ -432,32 +441,25 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
         }
         Rule::remat_warning => {
             seen.warnings = true;
-            let ints: Vec<u64> = parts
-                .filter(|p| p.as_rule() == Rule::int)
-                .filter_map(|p| int_of(&p))
-                .collect();
+            let ints = ints_in(parts);
             msg.warnings.push(Warning {
                 kind: "rematerialization".into(),
                 message: format!(
                     "rematerialization could not bring memory below the limit; it stays at {}",
-                    ints.get(1)
-                        .map_or("?".to_string(), |b| crate::units::human_bytes(*b))
+                    bytes_or_unknown(ints.get(1))
                 ),
                 bytes: ints.get(1).copied(),
             });
         }
         Rule::arguments_exceed => {
             seen.warnings = true;
-            let ints: Vec<u64> = parts
-                .filter(|p| p.as_rule() == Rule::int)
-                .filter_map(|p| int_of(&p))
-                .collect();
+            let ints = ints_in(parts);
             msg.warnings.push(Warning {
                 kind: "arguments-exceed-limit".into(),
                 message: format!(
                     "the program's inputs and outputs alone ({}) exceed the device memory limit ({})",
-                    ints.first().map_or("?".to_string(), |b| crate::units::human_bytes(*b)),
-                    ints.get(1).map_or("?".to_string(), |b| crate::units::human_bytes(*b))
+                    bytes_or_unknown(ints.first()),
+                    bytes_or_unknown(ints.get(1))
                 ),
                 bytes: ints.first().copied(),
             });

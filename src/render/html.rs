@@ -271,15 +271,8 @@ fn render_module(i: usize, m: &ModuleReport, out: &mut dyn Write) -> io::Result<
             escape(what)
         )?;
     }
-    let hidden = m.peak.buffers.len().saturating_sub(BARS);
+    let (hidden, bytes) = m.peak.hidden_after(BARS);
     if hidden > 0 {
-        let bytes: u64 = m
-            .peak
-            .buffers
-            .iter()
-            .skip(BARS)
-            .map(|b| b.bytes)
-            .fold(0u64, u64::saturating_add);
         writeln!(
             out,
             "<p class=\"more\">and {hidden} smaller buffers ({})</p>",

@@ -205,15 +205,8 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             })
             .collect();
         write_table(out, &rows)?;
-        let hidden = m.peak.buffers.len().saturating_sub(PEAK_BUFFERS_SHOWN);
+        let (hidden, bytes) = m.peak.hidden_after(PEAK_BUFFERS_SHOWN);
         if hidden > 0 {
-            let bytes: u64 = m
-                .peak
-                .buffers
-                .iter()
-                .skip(PEAK_BUFFERS_SHOWN)
-                .map(|b| b.bytes)
-                .fold(0u64, u64::saturating_add);
             writeln!(
                 out,
                 "     ... and {hidden} smaller buffers ({})",

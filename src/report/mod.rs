@@ -93,6 +93,16 @@ pub struct PeakReport {
     pub buffers: Vec<PeakBufferReport>,
 }
 
+impl PeakReport {
+    /// How many buffers a list cut after `shown` leaves out, and their bytes
+    /// (buffers are sorted largest first, so these are the smallest).
+    pub fn hidden_after(&self, shown: usize) -> (usize, u64) {
+        let rest = self.buffers.get(shown..).unwrap_or_default();
+        let bytes = rest.iter().map(|b| b.bytes).fold(0u64, u64::saturating_add);
+        (rest.len(), bytes)
+    }
+}
+
 /// Bytes in use over the flattened schedule, for charts: one bucket per
 /// position, or per run of positions when there are more than
 /// [`TIMELINE_BUCKETS`] (each bucket then shows its busiest moment, so the
