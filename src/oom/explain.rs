@@ -86,6 +86,12 @@ fn h(a: Option<Amount>) -> String {
     a.map_or_else(|| "?".into(), |a| human_bytes(a.bytes))
 }
 
+/// `label size, label size, ...` for a table of labelled amounts.
+fn labelled(rows: &[(String, Option<Amount>)]) -> String {
+    let parts: Vec<String> = rows.iter().map(|(l, a)| format!("{l} {}", h(*a))).collect();
+    parts.join(", ")
+}
+
 pub fn explain(msg: &OomMessage, dump: Option<DumpLinks>) -> Explanation {
     let mut e = Explanation {
         format: msg.format.name(),
@@ -388,27 +394,19 @@ fn explain_tpu(msg: &OomMessage) -> Vec<String> {
         None => {}
     }
     if let Some(total) = t.total_usage {
-        let rows: Vec<String> = t
-            .usage_rows
-            .iter()
-            .map(|(l, a)| format!("{l} {}", h(*a)))
-            .collect();
+        let rows = labelled(&t.usage_rows);
         out.push(format!(
             "Total usage is at least {}: {}.",
             human_bytes(total.bytes),
-            rows.join(", ")
+            rows
         ));
     }
     if let Some(req) = t.program_requirement {
-        let rows: Vec<String> = t
-            .requirement_rows
-            .iter()
-            .map(|(l, a)| format!("{l} {}", h(*a)))
-            .collect();
+        let rows = labelled(&t.requirement_rows);
         out.push(format!(
             "The program itself needs {}: {} (HLO temp is the scratch for intermediate values).",
             human_bytes(req.bytes),
-            rows.join(", ")
+            rows
         ));
     }
     if let Some(out_size) = t.output_size {
