@@ -353,15 +353,14 @@ fn find_reusable(
         let value = &dataflow.values[v.index()];
         let user = value.instr;
         for &operand in &module.instr(user).operands {
+            // Once per operand: a while's tuple can have thousands of nodes.
+            let nodes = module.instr(operand).shape.nodes();
             for (node, &ov) in dataflow.value_of[operand.index()].iter().enumerate() {
                 let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] else {
                     continue;
                 };
-                let index = super::dataflow::shape_nodes(&module.instr(operand).shape)
-                    .get(node)
-                    .map(|(idx, _)| idx.clone())
-                    .unwrap_or_default();
-                if sharing::can_share_operand_buffer(module, operand, &index, user, &value.index)
+                let index = nodes.get(node).map_or(&[][..], |(idx, _)| idx.as_slice());
+                if sharing::can_share_operand_buffer(module, operand, index, user, &value.index)
                     && fits(&allocations[a])
                 {
                     return Some(a);
@@ -399,7 +398,10 @@ fn interferes(
                     && e.uses.iter().any(|(u, _)| *u == user)
                     && e.positions.iter().any(|&(pos, node)| {
                         module.instr(user).operands.contains(&pos)
-                            && super::dataflow::shape_nodes(&module.instr(pos).shape)
+                            && module
+                                .instr(pos)
+                                .shape
+                                .nodes()
                                 .get(node as usize)
                                 .is_some_and(|(idx, _)| {
                                     sharing::can_share_operand_buffer(

@@ -63,21 +63,6 @@ pub struct Dataflow {
     pub buffers: Vec<Buffer>,
 }
 
-/// The nodes of a shape in pre-order, with their index paths.
-pub fn shape_nodes(shape: &Shape) -> Vec<(Vec<u64>, &Shape)> {
-    fn walk<'s>(shape: &'s Shape, path: &mut Vec<u64>, out: &mut Vec<(Vec<u64>, &'s Shape)>) {
-        out.push((path.clone(), shape));
-        for (i, e) in shape.tuple_elements().iter().enumerate() {
-            path.push(i as u64);
-            walk(e, path, out);
-            path.pop();
-        }
-    }
-    let mut out = Vec::new();
-    walk(shape, &mut Vec::new(), &mut out);
-    out
-}
-
 fn node_count(shape: &Shape) -> usize {
     1 + shape.tuple_elements().iter().map(node_count).sum::<usize>()
 }
@@ -161,7 +146,8 @@ impl Builder<'_> {
 
     fn define_all(&mut self, instr: InstrId, is_phi: bool) -> Vec<ValueId> {
         let shape = &self.module.instr(instr).shape;
-        shape_nodes(shape)
+        shape
+            .nodes()
             .into_iter()
             .enumerate()
             .map(|(node, (index, sub))| self.define(instr, node, index, sub, is_phi))
@@ -323,7 +309,7 @@ impl Builder<'_> {
         let invariant = body.map(|b| invariant_nodes(module, b)).unwrap_or_default();
         let is_invariant =
             |node: usize| invariant.get(node).copied().unwrap_or(false) && node < init.len();
-        let nodes = shape_nodes(&module.instr(id).shape);
+        let nodes = module.instr(id).shape.nodes();
         let phi_at = |b: &mut Self, instr: InstrId| -> Vec<ValueId> {
             nodes
                 .iter()

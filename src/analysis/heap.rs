@@ -218,7 +218,10 @@ fn reusable_operand(
                 .find(|(i, _)| *i == operand)
                 .map(|&(_, n)| n);
             let index = match position {
-                Some(node) => super::dataflow::shape_nodes(&module.instr(operand).shape)
+                Some(node) => module
+                    .instr(operand)
+                    .shape
+                    .nodes()
                     .get(node as usize)
                     .map(|(idx, _)| idx.clone())
                     .unwrap_or_else(|| operand_index.clone()),

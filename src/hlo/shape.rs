@@ -201,23 +201,27 @@ impl Shape {
         })
     }
 
-    /// Every array leaf with its index path, in pre-order.
-    pub fn leaves(&self) -> Vec<(Vec<u64>, &Shape)> {
+    /// Every node of the shape (tuples and their elements) with its index
+    /// path, in pre-order: the order XLA numbers a shape's values in.
+    pub fn nodes(&self) -> Vec<(Vec<u64>, &Shape)> {
         fn walk<'s>(shape: &'s Shape, path: &mut Vec<u64>, out: &mut Vec<(Vec<u64>, &'s Shape)>) {
-            match shape {
-                Shape::Tuple(elements) => {
-                    for (i, e) in elements.iter().enumerate() {
-                        path.push(i as u64);
-                        walk(e, path, out);
-                        path.pop();
-                    }
-                }
-                _ => out.push((path.clone(), shape)),
+            out.push((path.clone(), shape));
+            for (i, e) in shape.tuple_elements().iter().enumerate() {
+                path.push(i as u64);
+                walk(e, path, out);
+                path.pop();
             }
         }
         let mut out = Vec::new();
         walk(self, &mut Vec::new(), &mut out);
         out
+    }
+
+    /// Every array leaf with its index path, in pre-order.
+    pub fn leaves(&self) -> Vec<(Vec<u64>, &Shape)> {
+        let mut nodes = self.nodes();
+        nodes.retain(|(_, shape)| !matches!(shape, Shape::Tuple(_)));
+        nodes
     }
 }
 

@@ -2,6 +2,7 @@
 //! and links the message's buffers to its instructions, so the explanation can
 //! name arguments, source lines and what could have been donated.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -76,7 +77,8 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
     for path in inputs {
         let module = crate::load_module(&path)?;
         let model = analysis::analyze(&module);
-        let d = distance(msg, &model) + shape_mismatches(msg, &module) as f64;
+        let shapes = plain_shapes(&module);
+        let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
         if best.as_ref().is_none_or(|(bd, _, _)| d < *bd) {
             best = Some((d, module, model));
         }
@@ -87,11 +89,12 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
             dir.display()
         ))
     })?;
+    let shapes = plain_shapes(&module);
     let mut used = Vec::new();
     let buffers = msg
         .peak_buffers
         .iter()
-        .filter_map(|b| link_buffer(&module, b, &mut used))
+        .filter_map(|b| link_buffer(&module, &shapes, b, &mut used))
         .collect();
     Ok(DumpLinks {
         module: module.name.clone(),
@@ -102,12 +105,23 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
     })
 }
 
+/// Every instruction's shape as the messages print it, indexed by `InstrId`,
+/// so each is formatted once rather than once per message buffer.
+fn plain_shapes(module: &Module) -> Vec<String> {
+    module
+        .instructions
+        .iter()
+        .map(|i| plain(&i.shape))
+        .collect()
+}
+
 /// Message buffers whose shape appears nowhere in the module.
-fn shape_mismatches(msg: &OomMessage, module: &Module) -> usize {
+fn shape_mismatches(msg: &OomMessage, shapes: &[String]) -> usize {
+    let known: HashSet<&str> = shapes.iter().map(String::as_str).collect();
     msg.peak_buffers
         .iter()
         .filter_map(|b| b.shape.as_deref())
-        .filter(|s| !module.instructions.iter().any(|i| plain(&i.shape) == *s))
+        .filter(|s| !known.contains(s))
         .count()
 }
 
@@ -119,7 +133,12 @@ fn normalize_op_name(name: &str) -> String {
         .join("/")
 }
 
-fn link_buffer(module: &Module, b: &PeakBuffer, used: &mut Vec<InstrId>) -> Option<LinkedBuffer> {
+fn link_buffer(
+    module: &Module,
+    shapes: &[String],
+    b: &PeakBuffer,
+    used: &mut Vec<InstrId>,
+) -> Option<LinkedBuffer> {
     let shape = b.shape.as_deref()?;
     let entry = module.entry();
     let found = if b.kind.as_deref() == Some("parameter") {
@@ -127,7 +146,7 @@ fn link_buffer(module: &Module, b: &PeakBuffer, used: &mut Vec<InstrId>) -> Opti
             .parameters
             .iter()
             .copied()
-            .find(|p| plain(&module.instr(*p).shape) == shape && !used.contains(p))
+            .find(|p| shapes[p.index()] == shape && !used.contains(p))
     } else {
         let wanted = b.op_name.as_deref().map(normalize_op_name);
         let candidates: Vec<InstrId> = entry
@@ -135,9 +154,8 @@ fn link_buffer(module: &Module, b: &PeakBuffer, used: &mut Vec<InstrId>) -> Opti
             .iter()
             .copied()
             .filter(|&i| {
-                let instr = module.instr(i);
-                instr.opcode != Opcode::Parameter
-                    && plain(&instr.shape) == shape
+                module.instr(i).opcode != Opcode::Parameter
+                    && shapes[i.index()] == shape
                     && !used.contains(&i)
             })
             .collect();
