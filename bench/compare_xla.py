@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Time XLA's own HLO text parser against hlomem on the same file.
+"""Time hlomem's whole analysis against XLA's own HLO text parser on the same file.
 
 XLA side: the HLO parser that ships in jaxlib, called in-process on text that
 was already read into memory, so only the parse is timed.
 hlomem side: `hlomem analyze FILE --format json > /dev/null` in a subprocess,
-timed wall-clock. This includes process start-up, reading the file, the memory
-analysis and writing the JSON, so it is an upper bound on hlomem's parse time.
+end to end (process start-up, reading, parsing, the memory accounting, the
+findings and the JSON), once with each RAYON_NUM_THREADS of --threads, with its
+peak RSS.
 
-The two are run alternately, so a slow patch on the machine (another job,
-thermal throttling) hits both about equally. The script prints the median and
-minimum time of each, throughput in MB/s (1 MB = 10^6 bytes of HLO text), and
-the ratio of hlomem's throughput to XLA's.
+The sides run alternately, so a slow patch on the machine (another job,
+thermal throttling) hits both about equally. For each the script prints the
+median and minimum time and MB/s (1 MB = 10^6 bytes of HLO text); for hlomem
+also how many times faster than XLA's parse it is and its peak RSS against the
+file size, with the issue's targets (5x with 2 threads, 3x with one, RSS at
+most 3x the file). `--folder DIR` also times a folder of many modules with 1
+and 2 threads (target: 1.8x from the second thread).
 
 Usage:
-    python bench/compare_xla.py [FILE ...] [--runs N] [--hlomem PATH] [--xla-only]
+    python bench/compare_xla.py [FILE ...] [--runs N] [--threads 1,2] [--folder DIR]
+                                [--hlomem PATH] [--xla-only]
 """
 
 import argparse
@@ -87,49 +92,89 @@ def time_xla(parse, text):
     return elapsed
 
 
-def time_hlomem(hlomem, path):
-    """Wall-clock seconds for one `hlomem analyze PATH --format json > /dev/null`."""
+def run_hlomem(hlomem, path, threads):
+    """(wall seconds, peak RSS bytes) of one `hlomem analyze PATH --format json > /dev/null`
+    with RAYON_NUM_THREADS=threads (None: all cores)."""
     cmd = [str(hlomem), "analyze", str(path), "--format", "json"]
+    env = dict(os.environ)
+    if threads:
+        env["RAYON_NUM_THREADS"] = str(threads)
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    # wait4 gives this child's own peak RSS (getrusage would give the maximum
+    # over every child so far).
+    _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - t0
-    if proc.returncode != 0:
-        sys.exit(f"hlomem failed (exit {proc.returncode}): {' '.join(cmd)}\n"
-                 + proc.stderr.decode(errors="replace")[-2000:])
-    return elapsed
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    code = os.waitstatus_to_exitcode(status)
+    # Exit 1 means "over a budget or findings over a threshold": still a full run.
+    if code not in (0, 1):
+        sys.exit(f"hlomem failed (exit {code}): {' '.join(cmd)}\n"
+                 + stderr.decode(errors="replace")[-2000:])
+    return elapsed, usage.ru_maxrss * 1024
 
 
 def summary(label, times, size):
     med, best = statistics.median(times), min(times)
-    print(f"  {label:7s} median {med * 1e3:9.1f} ms  min {best * 1e3:9.1f} ms  "
+    print(f"  {label:18s} median {med * 1e3:9.1f} ms  min {best * 1e3:9.1f} ms  "
           f"-> {size / med / 1e6:7.1f} MB/s median, {size / best / 1e6:7.1f} MB/s best"
           f"  ({len(times)} runs)")
-    return size / med
+    return med
+
+
+def verdict(ok):
+    return "meets" if ok else "MISSES"
 
 
 def bench_file(path, opts, parse):
     text = path.read_text()
     size = path.stat().st_size
     print(f"{path}  ({size / 1e6:.2f} MB)")
+    threads = [] if opts.xla_only else opts.threads
 
     # One untimed warm-up of each side: the first parse pays for one-time
     # set-up (opcode tables, allocator growth) and the first hlomem run for
     # loading the binary from disk into the page cache.
     for _ in range(opts.warmup):
         time_xla(parse, text)
-        if not opts.xla_only:
-            time_hlomem(opts.hlomem, path)
+        for n in threads:
+            run_hlomem(opts.hlomem, path, n)
 
-    xla_times, hlomem_times = [], []
+    # Alternate XLA and hlomem, so that a slow patch on the machine hits both.
+    xla_times = []
+    hlomem_runs = {n: [] for n in threads}
     for _ in range(opts.runs):
         xla_times.append(time_xla(parse, text))
-        if not opts.xla_only:
-            hlomem_times.append(time_hlomem(opts.hlomem, path))
+        for n in threads:
+            hlomem_runs[n].append(run_hlomem(opts.hlomem, path, n))
 
-    xla_tp = summary("XLA", xla_times, size)
-    if not opts.xla_only:
-        hlomem_tp = summary("hlomem", hlomem_times, size)
-        print(f"  hlomem/XLA throughput (medians): {hlomem_tp / xla_tp:.2f}x")
+    xla = summary("XLA parse", xla_times, size)
+    for n in threads:
+        runs = hlomem_runs[n]
+        med = summary(f"hlomem {n} thread{'s' if n > 1 else ''}", [t for t, _ in runs], size)
+        rss = max(r for _, r in runs)
+        target = 5 if n > 1 else 3
+        print(f"    end to end {xla / med:5.2f}x faster than XLA's parse alone "
+              f"({verdict(xla / med >= target)} the {target}x target); "
+              f"peak RSS {rss / 1e6:.0f} MB = {rss / size:.1f}x the file "
+              f"({verdict(rss <= 3 * size)} the 3x target)")
+
+
+def bench_folder(folder, opts):
+    """`hlomem analyze FOLDER` with 1 and 2 threads, alternating."""
+    files = [f for f in folder.iterdir() if f.is_file()]
+    size = sum(f.stat().st_size for f in files)
+    print(f"{folder}  ({len(files)} files, {size / 1e6:.2f} MB)")
+    for _ in range(opts.warmup):
+        run_hlomem(opts.hlomem, folder, 1)
+    times = {1: [], 2: []}
+    for _ in range(opts.runs):
+        for n in times:
+            times[n].append(run_hlomem(opts.hlomem, folder, n)[0])
+    one = summary("hlomem 1 thread", times[1], size)
+    two = summary("hlomem 2 threads", times[2], size)
+    print(f"    {one / two:.2f}x faster with 2 threads ({verdict(one / two >= 1.8)} the 1.8x target)")
 
 
 def main():
@@ -142,6 +187,11 @@ def main():
     ap.add_argument("--hlomem", type=Path, default=DEFAULT_HLOMEM,
                     help="hlomem binary (default: target/release/hlomem)")
     ap.add_argument("--xla-only", action="store_true", help="time only XLA's parser")
+    ap.add_argument("--threads", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2],
+                    help="RAYON_NUM_THREADS values for hlomem, comma-separated (default 1,2)")
+    ap.add_argument("--folder", type=Path, action="append", default=[],
+                    help="also time `hlomem analyze FOLDER` with 1 and 2 threads "
+                         "(bench/make_data.sh makes target/bench-data/folder)")
     opts = ap.parse_args()
     if opts.runs < 1:
         ap.error("--runs must be at least 1")
@@ -163,6 +213,8 @@ def main():
 
     for f in opts.files:
         bench_file(f, opts, parse)
+    for folder in opts.folder:
+        bench_folder(folder, opts)
 
 
 if __name__ == "__main__":

@@ -271,7 +271,9 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
         }
     };
     let mut offsets = vec![0u64; groups.len()];
-    let mut placed: Vec<usize> = Vec::with_capacity(groups.len());
+    // Placed groups as (offset, size, group), kept sorted so that the free gaps
+    // can be read off in one pass without sorting per group.
+    let mut placed: Vec<(u64, u64, usize)> = Vec::with_capacity(groups.len());
     let mut heap_size = 0u64;
     for g in sorted {
         let group = &groups[g];
@@ -279,21 +281,14 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
             offsets[g] = 0;
             continue;
         }
-        // Chunks alive at any moment this group is alive, by offset.
-        let mut busy: Vec<(u64, u64)> = placed
-            .iter()
-            .filter(|&&p| {
-                let other = &groups[p];
-                other.start <= group.end
-                    && group.start <= other.end
-                    && group
-                        .intervals
-                        .iter()
-                        .any(|a| other.intervals.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
-            })
-            .map(|&p| (offsets[p], groups[p].size))
-            .collect();
-        busy.sort_unstable();
+        let overlaps = |other: &Group| {
+            other.start <= group.end
+                && group.start <= other.end
+                && group
+                    .intervals
+                    .iter()
+                    .any(|a| other.intervals.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
+        };
         let mut best: Option<(u64, u64)> = None; // (offset, free size)
         let mut offset = 0u64;
         let consider = |free_offset: u64, free_size: u64, best: &mut Option<(u64, u64)>| {
@@ -301,7 +296,11 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
                 *best = Some((free_offset, free_size));
             }
         };
-        for &(chunk_offset, chunk_size) in &busy {
+        // Chunks alive at any moment this group is alive, by offset.
+        for &(chunk_offset, chunk_size, p) in &placed {
+            if !overlaps(&groups[p]) {
+                continue;
+            }
             if chunk_offset > offset {
                 consider(offset, chunk_offset - offset, &mut best);
             }
@@ -313,7 +312,9 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
         let chosen = best.map_or(offset, |(o, _)| o);
         offsets[g] = chosen;
         heap_size = heap_size.max(chosen.saturating_add(group.size));
-        placed.push(g);
+        let entry = (chosen, group.size, g);
+        let at = placed.partition_point(|&(o, s, _)| (o, s) <= (chosen, group.size));
+        placed.insert(at, entry);
     }
     (heap_size, offsets)
 }

@@ -93,7 +93,7 @@ impl BufferKind {
 }
 
 /// Temporaries are aligned as XLA aligns them on the backend the dump came from.
-fn alignment_for(module: &Module) -> u64 {
+pub fn alignment_for(module: &Module) -> u64 {
     let name = module
         .path
         .file_name()

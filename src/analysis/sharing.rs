@@ -110,7 +110,7 @@ pub fn is_elementwise(module: &Module, id: InstrId) -> bool {
         | Tanh | Xor => true,
         BitcastConvert => instr.operands.first().is_some_and(|&op| {
             let from = &module.instr(op).shape;
-            match (from, &instr.shape) {
+            match (&**from, &*instr.shape) {
                 (crate::hlo::Shape::Array(a), crate::hlo::Shape::Array(b)) => {
                     a.element.bit_width() == b.element.bit_width()
                 }

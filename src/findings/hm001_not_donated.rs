@@ -201,7 +201,7 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
         }
         let Some(i) = outputs
             .iter()
-            .position(|(_, shape, _, _)| **shape == instr.shape)
+            .position(|(_, shape, _, _)| **shape == *instr.shape)
         else {
             continue;
         };

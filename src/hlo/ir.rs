@@ -6,6 +6,7 @@
 //! (a span into the module's text), so attributes from newer XLA versions survive.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::metadata::{Metadata, SourceLocation, StackFrameIndex};
 use super::opcode::Opcode;
@@ -113,7 +114,9 @@ pub struct Computation {
 pub struct Instruction {
     pub name: String,
     pub opcode: Opcode,
-    pub shape: Shape,
+    /// Shared by the instructions whose shapes are spelled the same: big
+    /// modules repeat a few thousand shapes over hundreds of thousands of lines.
+    pub shape: Arc<Shape>,
     pub operands: Vec<InstrId>,
     pub computation: CompId,
     /// Computations this instruction calls, with the attribute that names each.

@@ -6,6 +6,7 @@
 //! order, so errors are reported deterministically.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use pest::iterators::Pair;
 use rayon::prelude::*;
@@ -23,17 +24,13 @@ pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
     let lowered = {
         let outline = parse::outline(&file)?;
         let (name, header) = lower_header(&file, outline.header)?;
-        let stack_frames = match outline.stack_tables {
-            Some(tables) => lower_stack_tables(&file, tables)?,
+        let stack_frames = match &outline.stack_tables {
+            Some(tables) => lower_stack_tables(&file, tables.clone())?,
             None => StackFrameIndex::default(),
         };
-        let raw: Vec<Result<RawComputation, Error>> = outline
-            .computations
-            .par_iter()
-            .map(|c| lower_computation(&file, c))
-            .collect();
-        let raw = raw.into_iter().collect::<Result<Vec<_>, _>>()?;
-        let (computations, instructions, entry) = super::resolve::resolve(&file, raw)?;
+        let (raw, mut instructions, unresolved) = lower_computations(&file, &outline)?;
+        let (computations, entry) =
+            super::resolve::resolve(&file, raw, &mut instructions, unresolved)?;
         (
             name,
             header,
@@ -56,6 +53,75 @@ pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
     })
 }
 
+/// Lowers every computation's lines on all cores. Instructions go straight into
+/// the module's arena, in file order, and their unresolved names into a parallel
+/// list (a big module would otherwise be held twice while names are resolved).
+/// Errors are returned in file order, as a sequential parse would find them.
+#[allow(clippy::type_complexity)]
+fn lower_computations<'a>(
+    file: &'a SourceFile,
+    outline: &parse::Outline<'a>,
+) -> Result<
+    (
+        Vec<RawComputation<'a>>,
+        Vec<Instruction>,
+        Vec<Unresolved<'a>>,
+    ),
+    Error,
+> {
+    let lines: Vec<(CompId, Line)> = outline
+        .computations
+        .iter()
+        .enumerate()
+        .flat_map(|(c, comp)| {
+            comp.instructions
+                .iter()
+                .map(move |&line| (CompId(c as u32), line))
+        })
+        .collect();
+    let mut instructions = Vec::new();
+    let mut unresolved = Vec::new();
+    // Lines are independent: an unrolled model keeps most of its instructions
+    // in one computation, so split by line rather than by computation.
+    lines
+        .par_iter()
+        .with_min_len(256)
+        .map_init(
+            HashMap::new,
+            |shapes, &(comp, line)| match lower_instruction(file, line, shapes) {
+                Ok(raw) => raw.split(comp),
+                Err(e) => (placeholder(comp), Err(Box::new(e))),
+            },
+        )
+        .unzip_into_vecs(&mut instructions, &mut unresolved);
+    drop(lines);
+    let headers: Vec<_> = outline
+        .computations
+        .par_iter()
+        .map(|c| lower_computation(file, c))
+        .collect();
+
+    let mut raw = Vec::with_capacity(headers.len());
+    let mut start = 0;
+    for ((header, close), comp) in headers.into_iter().zip(&outline.computations) {
+        let mut comp_raw = header?;
+        let end = start + comp.instructions.len();
+        if let Some(i) = unresolved[start..end].iter().position(Result::is_err) {
+            let error = unresolved.swap_remove(start + i);
+            return Err(*error.err().expect("position found an error"));
+        }
+        comp_raw.execution_thread = close?;
+        comp_raw.instructions = start..end;
+        raw.push(comp_raw);
+        start = end;
+    }
+    let unresolved = unresolved
+        .into_iter()
+        .map(|u| u.expect("errors returned above"))
+        .collect();
+    Ok((raw, instructions, unresolved))
+}
+
 // ---------------------------------------------------------------------------
 // Raw (unresolved) lines
 // ---------------------------------------------------------------------------
@@ -64,26 +130,93 @@ pub(super) struct RawComputation<'a> {
     pub(super) name: Reference<'a>,
     pub(super) is_entry: bool,
     pub(super) span: Span,
-    pub(super) instructions: Vec<RawInstruction<'a>>,
+    /// Its instructions' range in the module's arena.
+    pub(super) instructions: std::ops::Range<usize>,
     pub(super) execution_thread: Option<String>,
 }
 
-pub(super) struct RawInstruction<'a> {
+/// The names an instruction line uses, for `resolve` to turn into indices.
+pub(super) struct Unresolved<'a> {
     pub(super) name: Reference<'a>,
-    pub(super) line: Span,
     pub(super) is_root: bool,
-    pub(super) shape: Shape,
-    pub(super) opcode: Opcode,
     pub(super) operands: Vec<RawOperand<'a>>,
-    pub(super) parameter_number: Option<u64>,
     pub(super) called: Vec<(CallRole, Reference<'a>)>,
     pub(super) control_predecessors: Vec<Reference<'a>>,
-    pub(super) tuple_index: Option<u64>,
-    pub(super) custom_call_target: Option<String>,
-    pub(super) fusion_kind: Option<String>,
-    pub(super) output_to_operand_aliasing: Vec<OperandAlias>,
-    pub(super) metadata: Metadata,
-    pub(super) attributes: Vec<Attribute>,
+}
+
+/// One instruction line as lowered, before it is split into its IR part and
+/// its names.
+struct RawInstruction<'a> {
+    name: Reference<'a>,
+    line: Span,
+    pub(super) is_root: bool,
+    shape: Arc<Shape>,
+    opcode: Opcode,
+    pub(super) operands: Vec<RawOperand<'a>>,
+    parameter_number: Option<u64>,
+    pub(super) called: Vec<(CallRole, Reference<'a>)>,
+    pub(super) control_predecessors: Vec<Reference<'a>>,
+    tuple_index: Option<u64>,
+    custom_call_target: Option<String>,
+    fusion_kind: Option<String>,
+    output_to_operand_aliasing: Vec<OperandAlias>,
+    metadata: Metadata,
+    attributes: Vec<Attribute>,
+}
+
+impl<'a> RawInstruction<'a> {
+    /// The IR part (operands and called computations still empty) and the names.
+    #[allow(clippy::type_complexity)]
+    fn split(self, computation: CompId) -> (Instruction, Result<Unresolved<'a>, Box<Error>>) {
+        let instruction = Instruction {
+            name: self.name.name.to_string(),
+            opcode: self.opcode,
+            shape: self.shape,
+            operands: Vec::new(),
+            computation,
+            called: Vec::new(),
+            parameter_number: self.parameter_number,
+            tuple_index: self.tuple_index,
+            custom_call_target: self.custom_call_target,
+            fusion_kind: self.fusion_kind,
+            output_to_operand_aliasing: self.output_to_operand_aliasing,
+            control_predecessors: Vec::new(),
+            metadata: self.metadata,
+            attributes: self.attributes,
+            span: self.line,
+            synthetic: false,
+        };
+        let names = Unresolved {
+            name: self.name,
+            is_root: self.is_root,
+            operands: self.operands,
+            called: self.called,
+            control_predecessors: self.control_predecessors,
+        };
+        (instruction, Ok(names))
+    }
+}
+
+/// Stands in for a line that failed to lower (its error is reported instead).
+pub(super) fn placeholder(computation: CompId) -> Instruction {
+    Instruction {
+        name: String::new(),
+        opcode: Opcode::Tuple,
+        shape: Arc::new(Shape::Tuple(Vec::new())),
+        operands: Vec::new(),
+        computation,
+        called: Vec::new(),
+        parameter_number: None,
+        tuple_index: None,
+        custom_call_target: None,
+        fusion_kind: None,
+        output_to_operand_aliasing: Vec::new(),
+        control_predecessors: Vec::new(),
+        metadata: Metadata::default(),
+        attributes: Vec::new(),
+        span: Span::default(),
+        synthetic: false,
+    }
 }
 
 /// A name used somewhere, with its position for errors.
@@ -306,7 +439,24 @@ fn lower_stack_tables(file: &SourceFile, tables: Pair<Rule>) -> Result<StackFram
 // Computations and instructions
 // ---------------------------------------------------------------------------
 
+/// A computation's header line, and the `execution_thread` of its closing line
+/// (kept apart: an error in the header comes before its instructions' errors,
+/// one in the closing line after them).
+#[allow(clippy::type_complexity)]
 fn lower_computation<'a>(
+    file: &'a SourceFile,
+    outline: &parse::OutlineComputation<'a>,
+) -> (
+    Result<RawComputation<'a>, Error>,
+    Result<Option<String>, Error>,
+) {
+    (
+        lower_computation_header(file, outline),
+        lower_computation_close(file, outline.close),
+    )
+}
+
+fn lower_computation_header<'a>(
     file: &'a SourceFile,
     outline: &parse::OutlineComputation<'a>,
 ) -> Result<RawComputation<'a>, Error> {
@@ -321,7 +471,7 @@ fn lower_computation<'a>(
             outline.header.offset,
             outline.header.offset + outline.header.text.len(),
         ),
-        instructions: Vec::with_capacity(outline.instructions.len()),
+        instructions: 0..0,
         execution_thread: None,
     };
     for p in header.into_inner() {
@@ -336,35 +486,33 @@ fn lower_computation<'a>(
             _ => {} // the program shape repeats what the parameters say
         }
     }
-    // Lines are independent: an unrolled model keeps most of its instructions
-    // in one computation, so split by line rather than by computation.
-    let lowered: Vec<Result<RawInstruction, Error>> = outline
-        .instructions
-        .par_iter()
-        .with_min_len(256)
-        .map(|&line| lower_instruction(file, line))
-        .collect();
-    for instr in lowered {
-        comp.instructions.push(instr?);
-    }
-    let close = parse::parse_line(file, Rule::comp_close, outline.close)?;
+    Ok(comp)
+}
+
+fn lower_computation_close(file: &SourceFile, line: Line) -> Result<Option<String>, Error> {
+    let close = parse::parse_line(file, Rule::comp_close, line)?;
     let at = At {
         file,
-        base: outline.close.offset,
+        base: line.offset,
     };
+    let mut thread = None;
     for p in close.into_inner().filter(|p| p.as_rule() != Rule::EOI) {
         let attribute = raw_attribute(at, &p);
         if file.text.get(attribute.name.range()) == Some("execution_thread") {
             let value = file.text.get(attribute.value.range()).unwrap_or("");
-            comp.execution_thread = Some(super::metadata::unescape(value.trim_matches('"')));
+            thread = Some(super::metadata::unescape(value.trim_matches('"')));
         }
     }
-    Ok(comp)
+    Ok(thread)
 }
+
+/// Shapes already lowered, by their text (one table per worker).
+type ShapeCache<'a> = HashMap<&'a str, Arc<Shape>>;
 
 fn lower_instruction<'a>(
     file: &'a SourceFile,
     line: Line<'a>,
+    shapes: &mut ShapeCache<'a>,
 ) -> Result<RawInstruction<'a>, Error> {
     let at = At {
         file,
@@ -378,7 +526,7 @@ fn lower_instruction<'a>(
         },
         line: Span::new(line.offset, line.offset + line.text.len()),
         is_root: false,
-        shape: Shape::Tuple(Vec::new()),
+        shape: Arc::new(Shape::Tuple(Vec::new())),
         opcode: Opcode::Tuple,
         operands: Vec::new(),
         parameter_number: None,
@@ -401,7 +549,15 @@ fn lower_instruction<'a>(
                 };
             }
             Rule::tuple_shape | Rule::buffer_shape | Rule::array_shape => {
-                instr.shape = lower_shape(at, p)?
+                instr.shape = match shapes.get(p.as_str()) {
+                    Some(shape) => shape.clone(),
+                    None => {
+                        let text = p.as_str();
+                        let shape = Arc::new(lower_shape(at, p)?);
+                        shapes.insert(text, shape.clone());
+                        shape
+                    }
+                }
             }
             Rule::constant_call => instr.opcode = Opcode::Constant,
             Rule::op_call => lower_op_call(at, p, &mut instr)?,

@@ -6,18 +6,23 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::ir::*;
-use super::lower::{RawComputation, RawInstruction, Reference};
-use super::metadata::Metadata;
+use super::lower::{placeholder, RawComputation, Reference, Unresolved};
 use super::opcode::Opcode;
 use crate::error::Error;
 use crate::source::SourceFile;
 
+/// Fills in the operands, called computations and control predecessors of the
+/// lowered `instructions` (in place), appends the recreated get-tuple-elements,
+/// and builds the computations.
 pub(super) fn resolve(
     file: &SourceFile,
     raw: Vec<RawComputation>,
-) -> Result<(Vec<Computation>, Vec<Instruction>, CompId), Error> {
+    instructions: &mut Vec<Instruction>,
+    unresolved: Vec<Unresolved>,
+) -> Result<(Vec<Computation>, CompId), Error> {
     let error_at = |r: &Reference, title: String, label: &str| {
         Error::at(file, r.offset..r.offset + r.name.len() + 1, title, label)
     };
@@ -63,9 +68,8 @@ pub(super) fn resolve(
         .with_note("the file may be truncated"));
     }
 
-    let total: usize = raw.iter().map(|c| c.instructions.len()).sum();
-    let mut instructions: Vec<Instruction> = Vec::with_capacity(total);
     let mut computations = Vec::with_capacity(raw.len());
+    let mut unresolved = unresolved.into_iter();
     for (ci, comp) in raw.into_iter().enumerate() {
         let comp_id = CompId(ci as u32);
         if comp.instructions.is_empty() {
@@ -75,10 +79,11 @@ pub(super) fn resolve(
                 "empty",
             ));
         }
+        let names: Vec<Unresolved> = unresolved.by_ref().take(comp.instructions.len()).collect();
         // Names are looked up per computation; register them all first so that
         // control-predecessors may point forward.
-        let mut local: HashMap<&str, usize> = HashMap::with_capacity(comp.instructions.len());
-        for (i, instr) in comp.instructions.iter().enumerate() {
+        let mut local: HashMap<&str, usize> = HashMap::with_capacity(names.len());
+        for (i, instr) in names.iter().enumerate() {
             if local.insert(instr.name.name, i).is_some() {
                 return Err(error_at(
                     &instr.name,
@@ -87,42 +92,25 @@ pub(super) fn resolve(
                 ));
             }
         }
-        let written: Vec<InstrId> = {
-            // Written instructions get ids in order; synthetic ones are appended later.
-            let base = instructions.len();
-            (0..comp.instructions.len())
-                .map(|i| InstrId((base + i) as u32))
-                .collect()
-        };
-        let mut order: Vec<InstrId> = Vec::with_capacity(comp.instructions.len());
-        let mut synthetic: Vec<Instruction> = Vec::new();
+        // Written instructions have ids in file order; recreated ones come after all of them.
+        let base = comp.instructions.start;
+        let written = |i: usize| InstrId((base + i) as u32);
+        let mut order: Vec<InstrId> = Vec::with_capacity(names.len());
         let mut synthetic_ids: HashMap<(usize, Vec<u64>), InstrId> = HashMap::new();
-        let first_synthetic = instructions.len() + comp.instructions.len();
         let mut root = None;
         let mut params: Vec<(u64, InstrId, Reference)> = Vec::new();
         let mut pending_preds: Vec<(InstrId, Vec<Reference>)> = Vec::new();
-        let shapes: Vec<super::shape::Shape> =
-            comp.instructions.iter().map(|i| i.shape.clone()).collect();
 
-        for (i, raw_instr) in comp.instructions.into_iter().enumerate() {
-            let id = written[i];
-            let RawInstruction {
+        for (i, names) in names.into_iter().enumerate() {
+            let id = written(i);
+            let Unresolved {
                 name,
-                line,
                 is_root,
-                shape,
-                opcode,
                 operands: raw_operands,
-                parameter_number,
                 called: raw_called,
                 control_predecessors,
-                tuple_index,
-                custom_call_target,
-                fusion_kind,
-                output_to_operand_aliasing,
-                metadata,
-                attributes,
-            } = raw_instr;
+            } = names;
+            let line = instructions[id.index()].span;
             let mut operands = Vec::with_capacity(raw_operands.len());
             for operand in raw_operands {
                 let r = operand.reference;
@@ -137,12 +125,13 @@ pub(super) fn resolve(
                     ));
                 };
                 // `%t#0#1`: one get-tuple-element per step, shared by later users.
-                let mut current = written[target];
-                let mut current_shape = shapes[target].clone();
+                let mut current = written(target);
+                let mut current_shape = instructions[current.index()].shape.clone();
                 for depth in 1..=operand.tuple_path.len() {
                     let path = operand.tuple_path[..depth].to_vec();
                     let index = path[depth - 1];
-                    let Some(element) = current_shape.subshape(&[index]).cloned() else {
+                    let Some(element) = current_shape.subshape(&[index]).cloned().map(Arc::new)
+                    else {
                         return Err(error_at(
                             &r,
                             format!("`%{}` has no tuple element {:?}", r.name, path),
@@ -152,25 +141,17 @@ pub(super) fn resolve(
                     current = match synthetic_ids.entry((target, path.clone())) {
                         Entry::Occupied(e) => *e.get(),
                         Entry::Vacant(e) => {
-                            let gte = InstrId((first_synthetic + synthetic.len()) as u32);
+                            let gte = InstrId(instructions.len() as u32);
                             let suffix: Vec<String> = path.iter().map(u64::to_string).collect();
-                            synthetic.push(Instruction {
+                            instructions.push(Instruction {
                                 name: format!("{}_{}", r.name, suffix.join("_")),
                                 opcode: Opcode::GetTupleElement,
                                 shape: element.clone(),
                                 operands: vec![current],
-                                computation: comp_id,
-                                called: Vec::new(),
-                                parameter_number: None,
                                 tuple_index: Some(index),
-                                custom_call_target: None,
-                                fusion_kind: None,
-                                output_to_operand_aliasing: Vec::new(),
-                                control_predecessors: Vec::new(),
-                                metadata: Metadata::default(),
-                                attributes: Vec::new(),
                                 span: line,
                                 synthetic: true,
+                                ..placeholder(comp_id)
                             });
                             order.push(gte);
                             *e.insert(gte)
@@ -201,33 +182,17 @@ pub(super) fn resolve(
                 }
                 root = Some(id);
             }
-            if let Some(n) = parameter_number {
+            if let Some(n) = instructions[id.index()].parameter_number {
                 params.push((n, id, name));
             }
             if !control_predecessors.is_empty() {
                 pending_preds.push((id, control_predecessors));
             }
             order.push(id);
-            instructions.push(Instruction {
-                name: name.name.to_string(),
-                opcode,
-                shape,
-                operands,
-                computation: comp_id,
-                called,
-                parameter_number,
-                tuple_index,
-                custom_call_target,
-                fusion_kind,
-                output_to_operand_aliasing,
-                control_predecessors: Vec::new(),
-                metadata,
-                attributes,
-                span: line,
-                synthetic: false,
-            });
+            let instruction = &mut instructions[id.index()];
+            instruction.operands = operands;
+            instruction.called = called;
         }
-        instructions.extend(synthetic);
         for (id, preds) in pending_preds {
             let mut resolved = Vec::with_capacity(preds.len());
             for r in preds {
@@ -238,7 +203,7 @@ pub(super) fn resolve(
                         "not defined in this computation",
                     ));
                 };
-                resolved.push(written[target]);
+                resolved.push(written(target));
             }
             instructions[id.index()].control_predecessors = resolved;
         }
@@ -258,7 +223,7 @@ pub(super) fn resolve(
             }
         }
         // Without a ROOT marker XLA takes the last instruction.
-        let root = root.unwrap_or(*written.last().expect("computation has instructions"));
+        let root = root.unwrap_or(InstrId((comp.instructions.end - 1) as u32));
         computations.push(Computation {
             name: comp.name.name.to_string(),
             is_entry: comp_id == entry,
@@ -269,5 +234,5 @@ pub(super) fn resolve(
             span: comp.span,
         });
     }
-    Ok((computations, instructions, entry))
+    Ok((computations, entry))
 }

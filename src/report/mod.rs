@@ -291,7 +291,7 @@ impl ModuleReport {
                             .shape
                             .subshape(&b.index)
                             .cloned()
-                            .unwrap_or_else(|| module.instr(b.instruction).shape.clone()),
+                            .unwrap_or_else(|| (*module.instr(b.instruction).shape).clone()),
                         bytes: b.bytes,
                         kind: b.kind,
                         op_name: module.op_name(b.instruction),
@@ -314,7 +314,7 @@ fn parameter_report(module: &Module, id: InstrId) -> ParameterReport {
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
         name: instr.name.clone(),
-        shape: instr.shape.clone(),
+        shape: (*instr.shape).clone(),
         bytes: instr.shape.total_byte_size(),
         op_name: module.op_name(id),
         source: module.source_location(id).map(|l| l.to_string()),

@@ -97,7 +97,7 @@ fn header_aliases_donors_and_layouts() {
         "E(4) packs two s4 per byte"
     );
     assert_eq!(layout.result.total_byte_size(), 16 + 32);
-    assert!(matches!(m.instr(m.entry_root()).shape, Shape::Tuple(_)));
+    assert!(matches!(*m.instr(m.entry_root()).shape, Shape::Tuple(_)));
 }
 
 #[test]
