@@ -54,6 +54,9 @@ pub fn analyze_paths(paths: &[PathBuf], options: AnalyzeOptions) -> Report {
     analyze_inputs(&inputs::collect(paths), options, &|_| {})
 }
 
+/// One module's report, or the error that stopped it.
+type ModuleResult = Result<report::ModuleReport, (PathBuf, Error)>;
+
 /// [`analyze_paths`] on inputs already collected; `done` is called as each
 /// finishes (from any thread), for a progress bar.
 pub fn analyze_inputs(
@@ -61,19 +64,30 @@ pub fn analyze_inputs(
     options: AnalyzeOptions,
     done: &(dyn Fn(&Path) + Sync),
 ) -> Report {
-    let results: Vec<Result<report::ModuleReport, (PathBuf, Error)>> = inputs
+    // Largest first, one module per task: a big module started last would leave
+    // the other cores idle while it finishes.
+    let mut order: Vec<(u64, usize)> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| (std::fs::metadata(&input.path).map_or(0, |m| m.len()), i))
+        .collect();
+    order.sort_by_key(|&(size, i)| (std::cmp::Reverse(size), i));
+    let mut results: Vec<(usize, ModuleResult)> = order
         .par_iter()
-        .map(|input| {
+        .with_max_len(1)
+        .map(|&(_, i)| {
+            let input = &inputs[i];
             let result = analyze_one(input, options).map_err(|e| (input.path.clone(), e));
             done(&input.path);
-            result
+            (i, result)
         })
         .collect();
+    results.sort_by_key(|(i, _)| *i);
     let mut report = Report {
         modules: Vec::new(),
         errors: Vec::new(),
     };
-    for result in results {
+    for (_, result) in results {
         match result {
             Ok(module) => report.modules.push(module),
             Err((path, error)) => report.errors.push(report::InputError::new(&path, error)),

@@ -156,8 +156,11 @@ pub fn simulate(
         g.end = g.intervals.iter().map(|i| i.1).max().unwrap_or(0);
     }
 
-    let spatial = pack(&groups, alignment, Order::Spatial);
-    let temporal = pack(&groups, alignment, Order::Temporal);
+    // XLA tries both orders and keeps the smaller heap; they are independent.
+    let (spatial, temporal) = rayon::join(
+        || pack(&groups, alignment, Order::Spatial),
+        || pack(&groups, alignment, Order::Temporal),
+    );
     let (heap_size, offsets) = if temporal.0 < spatial.0 {
         temporal
     } else {

@@ -132,7 +132,9 @@ pub struct Instruction {
     /// `output_to_operand_aliasing={...}` (custom-call, fusion, async-start).
     pub output_to_operand_aliasing: Vec<OperandAlias>,
     pub control_predecessors: Vec<InstrId>,
-    pub metadata: Metadata,
+    /// The `{...}` of `metadata={...}` (empty without one); its fields come from
+    /// [`Module::metadata`].
+    pub metadata: Span,
     /// Every other attribute, raw.
     pub attributes: Vec<Attribute>,
     /// The instruction's line, or its first user's line for a `get-tuple-element`
@@ -205,18 +207,21 @@ impl Module {
             .map(|a| self.slice(a.value))
     }
 
+    /// The fields of an instruction's `metadata={...}`, parsed when asked for.
+    pub fn metadata(&self, instr: InstrId) -> Metadata {
+        super::lower::parse_metadata(&self.text, self.instr(instr).metadata)
+    }
+
     /// The `op_name` of an instruction's metadata, unescaped.
     pub fn op_name(&self, instr: InstrId) -> Option<String> {
-        self.instr(instr)
-            .metadata
+        self.metadata(instr)
             .op_name
             .map(|s| super::metadata::unescape(self.slice(s)))
     }
 
     /// Where in the user's program an instruction comes from, when the dump says.
     pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
-        self.instr(instr)
-            .metadata
+        self.metadata(instr)
             .source_location(&self.text, &self.stack_frames)
     }
 

@@ -160,7 +160,7 @@ struct RawInstruction<'a> {
     custom_call_target: Option<String>,
     fusion_kind: Option<String>,
     output_to_operand_aliasing: Vec<OperandAlias>,
-    metadata: Metadata,
+    metadata: Span,
     attributes: Vec<Attribute>,
 }
 
@@ -212,7 +212,7 @@ pub(super) fn placeholder(computation: CompId) -> Instruction {
         fusion_kind: None,
         output_to_operand_aliasing: Vec::new(),
         control_predecessors: Vec::new(),
-        metadata: Metadata::default(),
+        metadata: Span::default(),
         attributes: Vec::new(),
         span: Span::default(),
         synthetic: false,
@@ -536,7 +536,7 @@ fn lower_instruction<'a>(
         custom_call_target: None,
         fusion_kind: None,
         output_to_operand_aliasing: Vec::new(),
-        metadata: Metadata::default(),
+        metadata: Span::default(),
         attributes: Vec::new(),
     };
     for p in pair.into_inner() {
@@ -548,12 +548,12 @@ fn lower_instruction<'a>(
                     offset: at.offset(&p),
                 };
             }
-            Rule::tuple_shape | Rule::buffer_shape | Rule::array_shape => {
-                instr.shape = match shapes.get(p.as_str()) {
+            Rule::shape_text => {
+                let text = p.as_str();
+                instr.shape = match shapes.get(text) {
                     Some(shape) => shape.clone(),
                     None => {
-                        let text = p.as_str();
-                        let shape = Arc::new(lower_shape(at, p)?);
+                        let shape = Arc::new(lower_shape_text(file, line, at.offset(&p), text)?);
                         shapes.insert(text, shape.clone());
                         shape
                     }
@@ -566,6 +566,31 @@ fn lower_instruction<'a>(
         }
     }
     Ok(instr)
+}
+
+/// Parses and lowers the shape an instruction line spells at `offset`. Should the
+/// shape grammar refuse what `shape_text` delimited, the whole line is parsed
+/// the strict way, so the error reads as any other error in a line.
+fn lower_shape_text(
+    file: &SourceFile,
+    line: Line,
+    offset: usize,
+    text: &str,
+) -> Result<Shape, Error> {
+    let shape_line = Line { offset, text };
+    let pair = match parse::parse_line(file, Rule::shape_only, shape_line) {
+        Ok(pair) => pair,
+        Err(shape_error) => {
+            return Err(parse::parse_line(file, Rule::instruction_strict, line)
+                .err()
+                .unwrap_or(shape_error))
+        }
+    };
+    let at = At { file, base: offset };
+    match pair.into_inner().next() {
+        Some(shape) => lower_shape(at, shape),
+        None => Ok(Shape::Tuple(Vec::new())),
+    }
 }
 
 fn lower_op_call<'a>(
@@ -641,8 +666,8 @@ fn lower_attribute<'a>(
     };
     match pair.as_rule() {
         Rule::metadata_attr => {
-            for field in pair.into_inner() {
-                lower_meta_field(at, field, &mut instr.metadata)?;
+            if let Some(value) = pair.into_inner().next() {
+                instr.metadata = at.span(&value);
             }
         }
         Rule::called_attr => {
@@ -716,28 +741,42 @@ fn call_role(key: &str) -> CallRole {
     }
 }
 
-fn lower_meta_field(at: At, field: Pair<Rule>, metadata: &mut Metadata) -> Result<(), Error> {
-    let mut kv = field.into_inner();
-    let (Some(key), Some(value)) = (kv.next(), kv.next()) else {
-        return Ok(());
+/// The fields of the `metadata={...}` value at `span` (see `Module::metadata`).
+/// The value was checked to be balanced when the line was read; fields that do
+/// not parse are left out rather than failing a report long after loading.
+pub(super) fn parse_metadata(text: &str, span: Span) -> Metadata {
+    let mut metadata = Metadata::default();
+    let Some(value) = text.get(span.range()) else {
+        return metadata;
     };
-    let quoted = || {
-        let s = at.span(&value);
-        let text = value.as_str();
-        (text.len() >= 2 && text.starts_with('"') && text.ends_with('"')).then(|| Span {
-            start: s.start + 1,
-            end: s.end - 1,
-        })
+    let Ok(mut pairs) = <parse::HloParser as pest::Parser<Rule>>::parse(Rule::metadata, value)
+    else {
+        return metadata;
     };
-    match key.as_str() {
-        "op_type" => metadata.op_type = quoted(),
-        "op_name" => metadata.op_name = quoted(),
-        "source_file" => metadata.source_file = quoted(),
-        "source_line" => metadata.source_line = value.as_str().parse().ok(),
-        "stack_frame_id" => metadata.stack_frame_id = value.as_str().parse().ok(),
-        _ => {}
+    let base = span.start;
+    for field in pairs.next().into_iter().flat_map(|p| p.into_inner()) {
+        let mut kv = field.into_inner();
+        let (Some(key), Some(value)) = (kv.next(), kv.next()) else {
+            continue;
+        };
+        let quoted = || {
+            let s = value.as_span();
+            let text = value.as_str();
+            (text.len() >= 2 && text.starts_with('"') && text.ends_with('"')).then(|| Span {
+                start: base + s.start() as u32 + 1,
+                end: base + s.end() as u32 - 1,
+            })
+        };
+        match key.as_str() {
+            "op_type" => metadata.op_type = quoted(),
+            "op_name" => metadata.op_name = quoted(),
+            "source_file" => metadata.source_file = quoted(),
+            "source_line" => metadata.source_line = value.as_str().parse().ok(),
+            "stack_frame_id" => metadata.stack_frame_id = value.as_str().parse().ok(),
+            _ => {}
+        }
     }
-    Ok(())
+    metadata
 }
 
 /// Any attribute as `name` and `value` spans, split at the first `=`.

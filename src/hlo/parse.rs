@@ -104,8 +104,18 @@ pub fn parse_line<'a>(
         )
         .with_note("no XLA dump nests this deep; the file is probably corrupt"));
     }
-    let mut pairs =
-        HloParser::parse(rule, line.text).map_err(|e| syntax_error(file, rule, line, &e))?;
+    let mut pairs = HloParser::parse(rule, line.text).map_err(|e| {
+        // A line the fast rule refused is described by the rule that parses
+        // everything in place, so that the message names what was expected.
+        let strict = match rule {
+            Rule::instruction | Rule::instruction_strict => Rule::instruction_strict,
+            _ => return syntax_error(file, rule, line, &e),
+        };
+        match HloParser::parse(strict, line.text) {
+            Err(strict_error) => syntax_error(file, strict, line, &strict_error),
+            Ok(_) => syntax_error(file, rule, line, &e),
+        }
+    })?;
     Ok(pairs
         .next()
         .expect("a successful parse yields its rule's pair"))
@@ -326,7 +336,9 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::memory_space => "`S(space)`",
         Rule::tail_padding => "`L(n)`",
         Rule::other_layout_field => "a layout field",
-        Rule::metadata_attr => "`metadata={...}`",
+        Rule::metadata_attr | Rule::metadata => "`metadata={...}`",
+        Rule::instruction_strict => "an instruction (`%name = shape opcode(operands), ...`)",
+        Rule::shape_text | Rule::shape_only => "a shape (`f32[2,3]`)",
         Rule::meta_field => "a metadata field (`op_name=\"...\"`)",
         Rule::called_attr | Rule::called_key => "a called computation (`calls=%f`)",
         Rule::called_list_attr | Rule::called_list_key => "called computations (`{%f, %g}`)",
