@@ -5,6 +5,8 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
+
 use serde::Serialize;
 
 use super::model::{Amount, OomMessage, PeakBuffer};
@@ -73,16 +75,19 @@ fn distance(msg: &OomMessage, model: &MemoryModel) -> f64 {
 /// Links the message to the best-matching module in `dir`.
 pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
     let inputs: Vec<PathBuf> = crate::collect_inputs(&[dir.to_path_buf()]);
-    let mut best: Option<(f64, Module, MemoryModel)> = None;
-    for path in inputs {
-        let module = crate::load_module(&path)?;
-        let model = analysis::analyze(&module);
-        let shapes = plain_shapes(&module);
-        let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
-        if best.as_ref().is_none_or(|(bd, _, _)| d < *bd) {
-            best = Some((d, module, model));
-        }
-    }
+    // Modules are scored on all cores; each worker keeps only its best so far,
+    // and ties go to the first module in folder order, as a sequential scan would.
+    let best = inputs
+        .par_iter()
+        .map(|path| -> Result<(f64, Module, MemoryModel), Error> {
+            let module = crate::load_module(path)?;
+            let model = analysis::analyze(&module);
+            let shapes = plain_shapes(&module);
+            let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
+            Ok((d, module, model))
+        })
+        .try_reduce_with(|a, b| Ok(if b.0 < a.0 { b } else { a }))
+        .transpose()?;
     let (_, module, model) = best.ok_or_else(|| {
         Error::Usage(format!(
             "{} has no after-optimizations HLO file",

@@ -225,19 +225,20 @@ impl ModuleReport {
             .map(|&id| parameter_report(module, id))
             .collect();
         let result = &module.instr(entry.root).shape;
+        // The first alias entry of each output (a model may have thousands of each).
+        let mut alias_of: std::collections::HashMap<&[u64], &crate::hlo::IoAlias> =
+            std::collections::HashMap::new();
+        for a in module.header.input_output_alias.iter().rev() {
+            alias_of.insert(&a.output_index, a);
+        }
         let outputs = result
             .leaves()
             .into_iter()
             .map(|(index, shape)| {
-                let aliases_parameter = module
-                    .header
-                    .input_output_alias
-                    .iter()
-                    .find(|a| a.output_index == index)
-                    .map(|a| AliasedParameter {
-                        number: a.parameter,
-                        index: a.parameter_index.clone(),
-                    });
+                let aliases_parameter = alias_of.get(index.as_slice()).map(|a| AliasedParameter {
+                    number: a.parameter,
+                    index: a.parameter_index.clone(),
+                });
                 OutputReport {
                     bytes: shape.byte_size(),
                     shape: shape.clone(),

@@ -122,3 +122,60 @@ fn control_predecessors_and_custom_call_aliasing() {
     assert_eq!(cc.output_to_operand_aliasing.len(), 1);
     assert_eq!(cc.control_predecessors.len(), 1);
 }
+
+#[test]
+fn a_shape_spelled_again_is_shared_and_each_spelling_is_its_own() {
+    let m = parse(
+        "HloModule m\n\n\
+         ENTRY %e (x: f32[8]) -> (f32[8], f32[8], f32[2,4]) {\n  \
+           %x = f32[8]{0} parameter(0)\n  \
+           %a = f32[8]{0} negate(%x)\n  \
+           %b = f32[2,4]{1,0} reshape(%a)\n  \
+           %c = f32[2, 4]{1,0} negate(%b)\n  \
+           ROOT %t = (f32[8]{0}, f32[8]{0}, f32[2,4]{1,0}) tuple(%x, %a, %c)\n\
+         }\n",
+    );
+    let shape = |name: &str| {
+        let id = m
+            .entry()
+            .instructions
+            .iter()
+            .copied()
+            .find(|&i| m.instr(i).name == name)
+            .expect("instruction");
+        m.instr(id).shape.clone()
+    };
+    assert!(std::sync::Arc::ptr_eq(&shape("x"), &shape("a")));
+    // Spaces inside brackets are another spelling of the same shape.
+    assert_eq!(*shape("b"), *shape("c"));
+    assert_eq!(shape("c").byte_size(), 32);
+    assert!(matches!(*shape("t"), Shape::Tuple(ref e) if e.len() == 3));
+}
+
+#[test]
+fn metadata_is_read_when_asked_and_odd_fields_are_left_out() {
+    let m = parse(
+        "HloModule m\n\n\
+         ENTRY %e (x: f32[8]) -> f32[8] {\n  \
+           %x = f32[8]{0} parameter(0), metadata={op_name=\"x\" source_file=\"a.py\" source_line=7}\n  \
+           %y = f32[8]{0} negate(%x), metadata={op_name=\"jit(f)/neg\", future_field={1,2} source_line=9}\n  \
+           ROOT %z = f32[8]{0} negate(%y), metadata={= \"not a field\"}\n\
+         }\n",
+    );
+    let entry = m.entry();
+    let (x, y, z) = (
+        entry.instructions[0],
+        entry.instructions[1],
+        entry.instructions[2],
+    );
+    assert_eq!(m.op_name(x).as_deref(), Some("x"));
+    assert_eq!(
+        m.source_location(x).map(|l| l.to_string()).as_deref(),
+        Some("a.py:7")
+    );
+    assert_eq!(m.op_name(y).as_deref(), Some("jit(f)/neg"));
+    assert_eq!(m.metadata(y).source_line, Some(9));
+    // Balanced, so the line parses; its fields do not, so there are none.
+    assert_eq!(m.op_name(z), None);
+    assert_eq!(m.source_location(z), None);
+}
