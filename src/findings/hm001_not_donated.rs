@@ -7,7 +7,7 @@
 //! "Total bytes used". Parameters are grouped by the Python argument they come
 //! from, since `donate_argnums` donates a whole argument.
 
-use super::{donate_fix, jax_argument, Finding};
+use super::{donate_fix, jax_arguments, Finding};
 use crate::analysis::{self, dataflow::node_of, MemoryModel};
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
@@ -23,8 +23,12 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let candidates = candidates(module, model);
     // One what-if per Python argument (or per parameter without metadata).
     let mut groups: Vec<(String, Vec<Candidate>)> = Vec::new();
+    let arguments = jax_arguments(module);
     for c in candidates {
-        let key = jax_argument(module, c.parameter)
+        let key = arguments
+            .get(c.parameter as usize)
+            .cloned()
+            .flatten()
             .map_or_else(|| format!("#{}", c.parameter), |(name, _)| name);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, members)) => members.push(c),

@@ -84,10 +84,13 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             continue;
         };
         let producer = model.dataflow.values[out_value.index()].instr;
-        let argument = module
-            .op_name(param)
-            .map(|a| format!(" `{a}`"))
-            .unwrap_or_default();
+        // Only for the parameters a finding names: reading metadata costs a parse.
+        let argument = || {
+            module
+                .op_name(param)
+                .map(|a| format!(" `{a}`"))
+                .unwrap_or_default()
+        };
 
         // The old value saved: copies of the parameter (and copies of those).
         let mut copies: Vec<InstrId> = Vec::new();
@@ -119,9 +122,10 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             let mut f = Finding::new(
                 "HM003",
                 format!(
-                    "parameter {}{argument} is donated, but its old value is still read after {} writes the output, \
+                    "parameter {}{} is donated, but its old value is still read after {} writes the output, \
                      so XLA copies it first: {} of temporaries, no saving",
                     alias.parameter,
+                    argument(),
                     module.instr(producer).name,
                     human_bytes(saved)
                 ),
@@ -159,9 +163,10 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                     let mut f = Finding::new(
                         "HM003",
                         format!(
-                            "parameter {}{argument} is donated, but {} cannot write its result over its own input, so the \
+                            "parameter {}{} is donated, but {} cannot write its result over its own input, so the \
                              result goes to a {} temporary and is copied into the donated buffer: no saving",
                             alias.parameter,
+                            argument(),
                             module.instr(source).name,
                             human_bytes(bytes)
                         ),

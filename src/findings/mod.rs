@@ -179,6 +179,15 @@ pub fn run(module: &Module, model: &MemoryModel) -> Vec<Finding> {
 /// The top-level Python argument of a parameter's `op_name` (`params['w']` → `params`)
 /// and its position among the module's top-level arguments, for `donate_argnums`.
 pub fn jax_argument(module: &Module, number: u64) -> Option<(String, usize)> {
+    jax_arguments(module)
+        .into_iter()
+        .nth(number as usize)
+        .flatten()
+}
+
+/// [`jax_argument`] of every entry parameter, by parameter number: one pass,
+/// for rules that ask about many parameters.
+pub fn jax_arguments(module: &Module) -> Vec<Option<(String, usize)>> {
     let top = |name: &str| -> String {
         name.split(['[', '.'])
             .next()
@@ -186,19 +195,25 @@ pub fn jax_argument(module: &Module, number: u64) -> Option<(String, usize)> {
             .trim()
             .to_string()
     };
-    let mut order: Vec<String> = Vec::new();
-    for &p in &module.entry().parameters {
-        if let Some(name) = module.op_name(p) {
-            let t = top(&name);
-            if !order.contains(&t) {
-                order.push(t);
-            }
+    let tops: Vec<Option<String>> = module
+        .entry()
+        .parameters
+        .iter()
+        .map(|&p| module.op_name(p).map(|name| top(&name)))
+        .collect();
+    let mut order: Vec<&str> = Vec::new();
+    for t in tops.iter().flatten() {
+        if !order.contains(&t.as_str()) {
+            order.push(t);
         }
     }
-    let p = *module.entry().parameters.get(number as usize)?;
-    let name = top(&module.op_name(p)?);
-    let index = order.iter().position(|n| *n == name)?;
-    Some((name, index))
+    tops.iter()
+        .map(|t| {
+            let t = t.as_ref()?;
+            let index = order.iter().position(|n| n == t)?;
+            Some((t.clone(), index))
+        })
+        .collect()
 }
 
 /// `donate_argnums=(1,)` / `donate_argnames="params"` advice for a parameter.

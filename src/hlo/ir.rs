@@ -219,6 +219,17 @@ impl Module {
             .map(|s| super::metadata::unescape(self.slice(s)))
     }
 
+    /// [`Module::op_name`] and [`Module::source_location`] from one read of the metadata.
+    pub fn origin(&self, instr: InstrId) -> (Option<String>, Option<SourceLocation>) {
+        let metadata = self.metadata(instr);
+        (
+            metadata
+                .op_name
+                .map(|s| super::metadata::unescape(self.slice(s))),
+            metadata.source_location(&self.text, &self.stack_frames),
+        )
+    }
+
     /// Where in the user's program an instruction comes from, when the dump says.
     pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
         self.metadata(instr)

@@ -218,6 +218,25 @@ impl ModuleReport {
 
     /// The report of a module whose memory model is already computed.
     pub fn build(module: &Module, model: &crate::analysis::MemoryModel) -> ModuleReport {
+        // The findings (what-if runs of the accounting among them) need nothing
+        // from the rest of the report: they run beside it.
+        let (findings, mut report) = rayon::join(
+            || {
+                crate::findings::run(module, model)
+                    .into_iter()
+                    .filter(|f| f.bytes >= crate::findings::MIN_REPORTED_BYTES)
+                    .collect()
+            },
+            || ModuleReport::build_without_findings(module, model),
+        );
+        report.findings = findings;
+        report
+    }
+
+    fn build_without_findings(
+        module: &Module,
+        model: &crate::analysis::MemoryModel,
+    ) -> ModuleReport {
         let entry = module.entry();
         let parameters: Vec<ParameterReport> = entry
             .parameters
@@ -284,26 +303,26 @@ impl ModuleReport {
                     .peak
                     .buffers
                     .iter()
-                    .map(|b| PeakBufferReport {
-                        name: module.instr(b.instruction).name.clone(),
-                        index: b.index.clone(),
-                        shape: module
-                            .instr(b.instruction)
-                            .shape
-                            .subshape(&b.index)
-                            .cloned()
-                            .unwrap_or_else(|| (*module.instr(b.instruction).shape).clone()),
-                        bytes: b.bytes,
-                        kind: b.kind,
-                        op_name: module.op_name(b.instruction),
-                        source: module.source_location(b.instruction).map(|l| l.to_string()),
+                    .map(|b| {
+                        let (op_name, source) = module.origin(b.instruction);
+                        PeakBufferReport {
+                            name: module.instr(b.instruction).name.clone(),
+                            index: b.index.clone(),
+                            shape: module
+                                .instr(b.instruction)
+                                .shape
+                                .subshape(&b.index)
+                                .cloned()
+                                .unwrap_or_else(|| (*module.instr(b.instruction).shape).clone()),
+                            bytes: b.bytes,
+                            kind: b.kind,
+                            op_name,
+                            source: source.map(|l| l.to_string()),
+                        }
                     })
                     .collect(),
             },
-            findings: crate::findings::run(module, model)
-                .into_iter()
-                .filter(|f| f.bytes >= crate::findings::MIN_REPORTED_BYTES)
-                .collect(),
+            findings: Vec::new(),
             verification: None,
             unknown_opcodes,
         }
@@ -312,13 +331,14 @@ impl ModuleReport {
 
 fn parameter_report(module: &Module, id: InstrId) -> ParameterReport {
     let instr = module.instr(id);
+    let (op_name, source) = module.origin(id);
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
         name: instr.name.clone(),
         shape: (*instr.shape).clone(),
         bytes: instr.shape.total_byte_size(),
-        op_name: module.op_name(id),
-        source: module.source_location(id).map(|l| l.to_string()),
+        op_name,
+        source: source.map(|l| l.to_string()),
     }
 }
 
