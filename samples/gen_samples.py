@@ -59,6 +59,9 @@ CASES = {
     "mlp_train_donate": (
         "MLP 256-512-512-256 (f32) SGD training step, batch 64: value_and_grad + SGD "
         "update, params a list of {w, b} dicts, params donated", False, 1),
+    "mlp_train_nodonate": (
+        "mlp_train_donate without donation: its twin, for the saving HM001 predicts "
+        "(the donated build copies the weights that the backward pass still reads)", False, 1),
     "scan_layers": (
         "lax.scan over 4 stacked layers f32[4,256,256] computing h = tanh(h@w)+h, "
         "h f32[64,256]", False, 1),
@@ -134,9 +137,10 @@ def build_case(case, jax, jnp, lax):
         donate = (0,) if case == "add_donate0" else ()
         return "fn", fn, (S((n, n), f64), S((n, n), f64)), donate
 
-    if case == "mlp_train_donate":
+    if case in ("mlp_train_donate", "mlp_train_nodonate"):
         params = mlp_params([256, 512, 512, 256], lambda s: S(s, f32))
-        return "sgd_step", sgd_step, (params, S((64, 256), f32), S((64, 256), f32)), (0,)
+        donate = (0,) if case == "mlp_train_donate" else ()
+        return "sgd_step", sgd_step, (params, S((64, 256), f32), S((64, 256), f32)), donate
 
     if case == "scan_layers":
         def scan_layers(ws, x):

@@ -11,6 +11,7 @@ pub mod liveness;
 pub mod schedule;
 pub mod sharing;
 pub mod verify;
+pub mod whatif;
 
 use self::assign::{AllocationKind, Assignment};
 use std::collections::HashMap;

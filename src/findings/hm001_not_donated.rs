@@ -5,10 +5,12 @@
 //! The bytes are real: the accounting is run again with the parameter aliased
 //! to the output (a what-if), and the finding reports the difference in XLA's
 //! "Total bytes used". Parameters are grouped by the Python argument they come
-//! from, since `donate_argnums` donates a whole argument.
+//! from, since `donate_argnums` donates a whole argument. A parameter that some
+//! instruction reads without being an ancestor of the output's writer is copied
+//! first in the what-if, as copy insertion would (`analysis::whatif`).
 
 use super::{donate_fix, jax_arguments, Finding};
-use crate::analysis::{self, dataflow::node_of, MemoryModel};
+use crate::analysis::{self, dataflow::node_of, whatif, MemoryModel};
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
 
@@ -45,22 +47,39 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     });
 
     let mut aliases = module.header.input_output_alias.clone();
+    // Parameters XLA would copy before donating them (see `analysis::whatif`).
+    let mut copied: Vec<InstrId> = Vec::new();
     let mut total = model.totals.total_bytes;
     let mut findings = Vec::new();
     for (argument, members) in groups {
-        let before = aliases.len();
+        let before = (aliases.len(), copied.len());
         aliases.extend(members.iter().map(|c| IoAlias {
             output_index: c.output.clone(),
             parameter: c.parameter,
             parameter_index: Vec::new(),
             must_alias: false,
         }));
-        let after = analysis::analyze_with_aliases(module, &aliases)
-            .totals
-            .total_bytes;
+        let mut copy_reasons = Vec::new();
+        for c in &members {
+            let p = module.entry().parameters[c.parameter as usize];
+            if let Some(reader) = whatif::copy_needed_by(module, p, c.producer) {
+                copied.push(p);
+                copy_reasons.push((c.parameter, p, reader, c.producer));
+            }
+        }
+        let after = if copied.is_empty() {
+            analysis::analyze_with_aliases(module, &aliases)
+        } else {
+            let donated = whatif::with_parameter_copies(module, &copied);
+            analysis::analyze_with_aliases(&donated, &aliases)
+        }
+        .totals
+        .total_bytes;
         if after >= total {
-            // XLA already packs temporaries into these outputs: donating saves nothing.
-            aliases.truncate(before);
+            // XLA already packs temporaries into these outputs, or the copies
+            // it would keep cost as much: donating saves nothing.
+            aliases.truncate(before.0);
+            copied.truncate(before.1);
             continue;
         }
         let saving = total - after;
@@ -116,6 +135,22 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                     .source_location(c.producer)
                     .map(|l| format!(" at {l}"))
                     .unwrap_or_default()
+            ));
+        }
+        for (number, p, reader, writer) in copy_reasons {
+            finding.evidence.push(format!(
+                "XLA would copy parameter {number} ({}) first, into a {} temporary: {} reads it{} and need not run \
+                 before {} overwrites it",
+                module
+                    .op_name(p)
+                    .unwrap_or_else(|| module.instr(p).name.clone()),
+                human_bytes(module.instr(p).shape.total_byte_size()),
+                module.instr(reader).name,
+                module
+                    .source_location(reader)
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default(),
+                module.instr(writer).name,
             ));
         }
         findings.push(finding);

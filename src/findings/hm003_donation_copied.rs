@@ -8,7 +8,7 @@
 use super::Finding;
 use crate::analysis::assign::AllocationKind;
 use crate::analysis::dataflow::node_of;
-use crate::analysis::MemoryModel;
+use crate::analysis::{whatif, MemoryModel};
 use crate::hlo::{InstrId, Module, Opcode};
 use crate::units::human_bytes;
 
@@ -118,15 +118,27 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             // In the order they run.
             readers.sort_by_key(|&r| (model.schedule.time(r), r));
             readers.dedup();
-            let names: Vec<String> = readers.iter().map(|&r| describe(module, r)).collect();
+            // The reads that force the copy: copy insertion decides before the
+            // schedule exists, so a read that is not an ancestor of the write may
+            // come after it, even if XLA's schedule then runs it first.
+            let blocking = whatif::not_ordered_before(module, &readers, producer);
+            let why = match blocking.first() {
+                Some(&r) => format!(
+                    "{} reads its old value and need not run before {} writes the output",
+                    module.instr(r).name,
+                    module.instr(producer).name
+                ),
+                None => format!(
+                    "its old value is still read when {} writes the output",
+                    module.instr(producer).name
+                ),
+            };
             let mut f = Finding::new(
                 "HM003",
                 format!(
-                    "parameter {}{} is donated, but its old value is still read after {} writes the output, \
-                     so XLA copies it first: {} of temporaries, no saving",
+                    "parameter {}{} is donated, but {why}, so XLA copies it first: {} of temporaries, no saving",
                     alias.parameter,
                     argument(),
-                    module.instr(producer).name,
                     human_bytes(saved)
                 ),
                 saved,
@@ -146,8 +158,13 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 f.evidence
                     .push(format!("copy of the parameter: {}", describe(module, c)));
             }
-            for n in names {
-                f.evidence.push(format!("still reads the old value: {n}"));
+            for &r in &readers {
+                let how = if blocking.contains(&r) {
+                    "reads the old value, not necessarily before the write"
+                } else {
+                    "reads the old value"
+                };
+                f.evidence.push(format!("{how}: {}", describe(module, r)));
             }
             findings.push(f);
             continue;

@@ -33,7 +33,7 @@ impl CompId {
 }
 
 /// A parsed HLO module.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Module {
     pub name: String,
     /// The file it was read from.
@@ -49,7 +49,7 @@ pub struct Module {
 }
 
 /// What the `HloModule` line says.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct ModuleHeader {
     /// `is_scheduled=true`: each computation's text order is XLA's schedule.
     pub is_scheduled: bool,
@@ -95,7 +95,7 @@ pub struct Attribute {
     pub value: Span,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Computation {
     pub name: String,
     pub is_entry: bool,
@@ -110,7 +110,7 @@ pub struct Computation {
     pub span: Span,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Instruction {
     pub name: String,
     pub opcode: Opcode,

@@ -363,50 +363,68 @@ fn corpus_donation_cases_get_their_findings() {
 }
 
 /// The not-donated findings' predicted saving against XLA's measured
-/// difference between the same program compiled with and without donation.
+/// difference between the same program compiled with and without donation:
+/// byte for byte. The corpus has four such pairs; `bench/make_data.sh` compiles
+/// the non-donated twins of its four donated transformer steps (same
+/// program.py) under `target/bench-data/twins`, and they are checked when present.
 #[test]
 #[ignore = "set HLOMEM_CORPUS"]
 fn corpus_not_donated_savings_match_xla() {
     let root = corpus_root();
-    // (not donated, donated, known miss with its reason)
-    let pairs: &[(&str, &str, Option<&str>)] = &[
-        ("f1_add_f64_42994_nodonate", "f1_add_f64_42994_donate0", None),
-        ("f2_update_inplace_nodonate", "f2_update_inplace_donate", None),
-        ("f5_dp_replicated_nodonate", "f5_dp_mlp_step", None),
-        (
-            "f3_mlp_f32_nodonate",
-            "f3_mlp_f32_donate",
-            Some("XLA schedules the donated build differently and keeps a copy of params[1]['w'] (HM003 in the \
-                  donated module); hlomem's what-if keeps the non-donated schedule, so it predicts 90.04MiB for XLA's 72.03MiB"),
-        ),
-    ];
-    // f3_tf_f32_donate has no non-donated twin in the corpus; one made with its
-    // program.py (4 layers) gives 183.80MB predicted against XLA's 175.61MB (+4.7%):
-    // XLA keeps copies of the first layer's parameters in the donated build (HM003
-    // there). With 12 layers: 463.65MB against 455.46MB (+1.8%).
-    for (nodonate, donate, known_miss) in pairs {
-        let (report, total_without) = findings_of(&root, nodonate);
-        let (_, total_with) = findings_of(&root, donate);
-        let predicted: u64 = report
+    let predicted = |report: &hlomem::report::ModuleReport| -> u64 {
+        report
             .findings
             .iter()
             .filter(|f| f.code == "HM001")
             .map(|f| f.bytes)
-            .sum();
-        let measured = total_without - total_with;
-        let within = (predicted as f64 - measured as f64).abs() <= 0.02 * measured.max(1) as f64
-            || predicted == measured;
-        println!("{nodonate}: predicted {predicted}, XLA {measured}");
-        match known_miss {
-            None => assert!(
-                within,
-                "{nodonate}: predicted {predicted}, XLA's difference {measured}"
-            ),
-            Some(reason) => assert!(
-                !within,
-                "{nodonate} now matches; remove the known miss ({reason})"
-            ),
-        }
+            .sum()
+    };
+    let check = |name: &str, predicted: u64, measured: u64| {
+        println!("{name}: predicted {predicted}, XLA {measured}");
+        assert_eq!(
+            predicted, measured,
+            "{name}: HM001's saving against XLA's difference"
+        );
+    };
+    let pairs: &[(&str, &str)] = &[
+        ("f1_add_f64_42994_nodonate", "f1_add_f64_42994_donate0"),
+        ("f2_update_inplace_nodonate", "f2_update_inplace_donate"),
+        ("f5_dp_replicated_nodonate", "f5_dp_mlp_step"),
+        ("f3_mlp_f32_nodonate", "f3_mlp_f32_donate"),
+    ];
+    for (nodonate, donate) in pairs {
+        let (report, total_without) = findings_of(&root, nodonate);
+        let (_, total_with) = findings_of(&root, donate);
+        check(nodonate, predicted(&report), total_without - total_with);
+    }
+
+    let twins = crate::support::root().join("target/bench-data/twins");
+    for donated in [
+        "f3_tf_f32",
+        "f3_tf_f32_L12",
+        "f3_tf_bf16",
+        "f3_tf_f32_remat",
+    ] {
+        let dir = twins.join(format!("{donated}_nodonate"));
+        let Ok(truth) = std::fs::read_to_string(dir.join("truth.json")) else {
+            println!("{donated}: no non-donated twin (bench/make_data.sh makes it); skipped");
+            continue;
+        };
+        let truth: serde_json::Value = serde_json::from_str(&truth).unwrap();
+        let total_without = truth["total_bytes_used"].as_u64().unwrap();
+        let file = dir.join("dump/module_0000.jit_train_step.cpu_after_optimizations.txt");
+        let module = hlomem::load_module(&file).unwrap();
+        let report = hlomem::report::ModuleReport::summarize(&module);
+        assert_eq!(
+            report.memory.total_bytes, total_without,
+            "{donated}_nodonate"
+        );
+        let (_, total_with) = findings_of(&root, &format!("{donated}_donate"));
+        check(
+            &format!("{donated}_nodonate"),
+            predicted(&report),
+            total_without - total_with,
+        );
     }
 }
 

@@ -122,7 +122,17 @@ fn dump_links_every_buffer_of_the_add_sample() {
     let buffers = dump["buffers"].as_array().unwrap();
     assert_eq!(buffers.len(), 3);
     assert_eq!(buffers[0]["instruction"], "wrapped_add");
-    assert_eq!(buffers[0]["source"], "samples/gen_samples.py:132");
+    // The line where gen_samples.py writes `a + b`.
+    let script = std::fs::read_to_string("samples/gen_samples.py").unwrap();
+    let line = script
+        .lines()
+        .position(|l| l.contains("return a + b"))
+        .expect("gen_samples.py adds a and b")
+        + 1;
+    assert_eq!(
+        buffers[0]["source"],
+        format!("samples/gen_samples.py:{line}").as_str()
+    );
     let params: Vec<&serde_json::Value> =
         buffers.iter().filter(|b| b["parameter"].is_u64()).collect();
     assert_eq!(params.len(), 2);

@@ -126,3 +126,35 @@ fn samples_verify_against_xla_reports() {
         );
     }
 }
+
+/// The MLP twins: XLA's donated build saves far less than the parameters' size,
+/// because copy insertion copies the weights the backward pass still reads. The
+/// saving HM001 predicts from the non-donated module alone is XLA's, byte for byte.
+#[test]
+fn not_donated_saving_equals_xla_on_the_mlp_twins() {
+    let total = |case: &str| {
+        sample_truth(case)["modules_of_interest"][0]["xla_reported"]["total_bytes_used"]
+            .as_u64()
+            .expect("total_bytes_used")
+    };
+    let measured = total("mlp_train_nodonate") - total("mlp_train_donate");
+    let path = std::path::Path::new(
+        "samples/mlp_train_nodonate/dump/module_0000.jit_sgd_step.cpu_after_optimizations.txt",
+    );
+    let module = hlomem::load_module(path).unwrap();
+    let report = hlomem::report::ModuleReport::summarize(&module);
+    let hm001: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == "HM001")
+        .collect();
+    assert_eq!(hm001.len(), 1, "one finding for the `params` argument");
+    assert_eq!(hm001[0].bytes, measured);
+    assert!(
+        hm001[0].fix.contains("donate_argnums=0"),
+        "{}",
+        hm001[0].fix
+    );
+    // Without the copies the what-if would promise the parameters' whole size.
+    assert!(measured < report.parameter_bytes / 2);
+}
