@@ -266,3 +266,47 @@ fn reducer_buffers_are_thread_local() {
         "parameter, output, constant, three reducer scalars"
     );
 }
+
+/// Copy insertion (notes §5.5-5.6) copies a donated parameter unless every
+/// reader is an ancestor of the output's writer; schedule order does not count.
+/// `%back` runs before `%update` here, yet it is not an ancestor of it, so
+/// donating `w` costs a copy; `%fwd` is an ancestor and costs nothing.
+#[test]
+fn donation_needs_a_copy_when_a_reader_is_not_an_ancestor_of_the_write() {
+    let m = parse(
+        "HloModule m, is_scheduled=true\n\n\
+         ENTRY %e (w: f32[64], x: f32[64]) -> (f32[64], f32[64]) {\n  \
+           %w = f32[64]{0} parameter(0)\n  \
+           %x = f32[64]{0} parameter(1)\n  \
+           %fwd = f32[64]{0} multiply(%x, %w)\n  \
+           %back = f32[64]{0} add(%fwd, %w)\n  \
+           %update = f32[64]{0} subtract(%w, %fwd)\n  \
+           ROOT %t = (f32[64]{0}, f32[64]{0}) tuple(%update, %back)\n\
+         }\n",
+    );
+    let id = |name: &str| {
+        crate::hlo::InstrId(
+            m.instructions
+                .iter()
+                .position(|i| i.name == name)
+                .expect(name) as u32,
+        )
+    };
+    let (w, update) = (id("w"), id("update"));
+    assert_eq!(whatif::copy_needed_by(&m, w, update), Some(id("back")));
+    assert_eq!(whatif::copy_needed_by(&m, id("x"), id("fwd")), None);
+
+    let copied = whatif::with_parameter_copies(&m, &[w]);
+    let copy = crate::hlo::InstrId(m.instructions.len() as u32);
+    assert_eq!(copied.instr(copy).opcode, crate::hlo::Opcode::Copy);
+    assert_eq!(copied.instr(copy).operands, vec![w]);
+    // Scheduled right after the parameters; every reader now reads the copy.
+    assert_eq!(copied.entry().instructions[2], copy);
+    for reader in ["fwd", "back", "update"] {
+        let r = copied.instr(id(reader));
+        assert!(
+            r.operands.contains(&copy) && !r.operands.contains(&w),
+            "{reader}"
+        );
+    }
+}
