@@ -25,43 +25,40 @@ corpus="${HLOMEM_CORPUS:-../shared}/corpus"
 out="$PWD/target/bench-data"
 mkdir -p "$out"
 
-program="$corpus/cases/big_transformer_48L_unrolled/program.py"
-[ -f "$program" ] || { echo "no $program: set HLOMEM_CORPUS to the shared/ folder" >&2; exit 2; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-# program.py imports corpus_common from the folder it was generated in; use ours.
-sed "s|^sys.path.insert(0, .*)|sys.path.insert(0, \"$work\")|" "$program" > "$work/program.py"
 cp bench/corpus_common.py "$work/"
 
-# The non-donated twins of the corpus's donated transformer steps (same program).
-tf_program="$corpus/cases/f3_tf_f32_donate/program.py"
-sed "s|^sys.path.insert(0, .*)|sys.path.insert(0, \"$work\")|" "$tf_program" > "$work/tf_program.py"
-mkdir -p "$out/twins"
-want twins && for case in f3_tf_f32_nodonate f3_tf_f32_L12_nodonate f3_tf_bf16_nodonate f3_tf_f32_remat_nodonate; do
-    if [ -f "$out/twins/$case/truth.json" ]; then
+# compile CASE_DIR PROGRAM CASE OUT_ROOT: runs a corpus program.py for one variant
+# (program.py imports corpus_common from the folder it was generated in; ours
+# stands in), unless OUT_ROOT/CASE already has its truth.json.
+compile() {
+    local program="$corpus/cases/$1/program.py" case="$2" root="$3"
+    [ -f "$program" ] || { echo "no $program: set HLOMEM_CORPUS to the shared/ folder" >&2; exit 2; }
+    if [ -f "$root/$case/truth.json" ]; then
         echo "$case: already made"
-        continue
+        return
     fi
-    rm -rf "${out:?}/twins/$case"
+    sed "s|^sys.path.insert(0, .*)|sys.path.insert(0, \"$work\")|" "$program" > "$work/$1.py"
+    rm -rf "${root:?}/$case"
+    mkdir -p "$root"
     echo "$case: compiling"
-    (cd "$work" && CORPUS_OUT_ROOT="$out/twins" python3 tf_program.py "$case" > "$out/twins/$case.log" 2>&1) \
-        || { echo "$case failed; see $out/twins/$case.log" >&2; exit 1; }
-done
+    (cd "$work" && CORPUS_OUT_ROOT="$root" python3 "$1.py" "$case" > "$root/$case.log" 2>&1) \
+        || { echo "$case failed; see $root/$case.log" >&2; exit 1; }
+}
 
-want big && for layers in "${@:-96 192}"; do
-    for n in $layers; do
-        case="big_transformer_${n}L_unrolled"
-        if [ -f "$out/$case/truth.json" ]; then
-            echo "$case: already made"
-            continue
-        fi
-        rm -rf "${out:?}/$case"
-        echo "$case: compiling (this takes a while)"
-        (cd "$work" && CORPUS_OUT_ROOT="$out" python3 program.py "$case" > "$out/$case.log" 2>&1) \
-            || { echo "$case failed; see $out/$case.log" >&2; exit 1; }
-        ls -l "$out/$case"/dump/*jit_train_step*after_optimizations.txt
+# The non-donated twins of the corpus's donated transformer steps (same program).
+if want twins; then
+    for case in f3_tf_f32_nodonate f3_tf_f32_L12_nodonate f3_tf_bf16_nodonate f3_tf_f32_remat_nodonate; do
+        compile f3_tf_f32_donate "$case" "$out/twins"
     done
-done
+fi
+
+if want big; then
+    for n in ${@:-96 192}; do
+        compile big_transformer_48L_unrolled "big_transformer_${n}L_unrolled" "$out"
+    done
+fi
 
 # The folder benchmark: copies, so that the folder holds nothing else.
 if want folder; then
