@@ -12,7 +12,7 @@ use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
 /// (`AliasInfo::GetInPlaceInputOutputPairs`).
 pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
     let instr = module.instr(id);
-    let mut pairs: Vec<OperandAlias> = instr.output_to_operand_aliasing.clone();
+    let mut pairs: Vec<OperandAlias> = instr.output_to_operand_aliasing.to_vec();
     let pair = |output_index: Vec<u64>, operand: u64| OperandAlias {
         output_index,
         operand,

@@ -78,10 +78,10 @@ pub fn with_parameter_copies(module: &Module, params: &[InstrId]) -> Module {
         copy.opcode = Opcode::Copy;
         copy.operands = vec![p];
         copy.parameter_number = None;
-        copy.called.clear();
-        copy.control_predecessors.clear();
-        copy.output_to_operand_aliasing.clear();
-        copy.attributes.clear();
+        copy.called = Box::default();
+        copy.control_predecessors = Box::default();
+        copy.output_to_operand_aliasing = Box::default();
+        copy.attributes = Box::default();
         copy.synthetic = true;
         m.instructions.push(copy);
         copy_of[p.index()] = Some(id);

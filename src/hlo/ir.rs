@@ -120,23 +120,23 @@ pub struct Instruction {
     pub operands: Vec<InstrId>,
     pub computation: CompId,
     /// Computations this instruction calls, with the attribute that names each.
-    pub called: Vec<(CallRole, CompId)>,
+    pub called: Box<[(CallRole, CompId)]>,
     /// `parameter(N)`.
     pub parameter_number: Option<u64>,
     /// `index=N` of `get-tuple-element`.
     pub tuple_index: Option<u64>,
     /// `custom_call_target="..."`.
-    pub custom_call_target: Option<String>,
+    pub custom_call_target: Option<Box<str>>,
     /// `kind=kLoop` of a fusion.
-    pub fusion_kind: Option<String>,
+    pub fusion_kind: Option<Box<str>>,
     /// `output_to_operand_aliasing={...}` (custom-call, fusion, async-start).
-    pub output_to_operand_aliasing: Vec<OperandAlias>,
-    pub control_predecessors: Vec<InstrId>,
+    pub output_to_operand_aliasing: Box<[OperandAlias]>,
+    pub control_predecessors: Box<[InstrId]>,
     /// The `{...}` of `metadata={...}` (empty without one); its fields come from
     /// [`Module::metadata`].
     pub metadata: Span,
     /// Every other attribute, raw.
-    pub attributes: Vec<Attribute>,
+    pub attributes: Box<[Attribute]>,
     /// The instruction's line, or its first user's line for a `get-tuple-element`
     /// recreated from a compact `%t#0` operand.
     pub span: Span,

@@ -101,7 +101,7 @@ pub(super) fn resolve(
         let mut params: Vec<(u64, InstrId, Reference)> = Vec::new();
         let mut pending_preds: Vec<(InstrId, Vec<Reference>)> = Vec::new();
 
-        for (i, names) in names.into_iter().enumerate() {
+        for (i, refs) in names.into_iter().enumerate() {
             let id = written(i);
             let Unresolved {
                 name,
@@ -109,7 +109,7 @@ pub(super) fn resolve(
                 operands: raw_operands,
                 called: raw_called,
                 control_predecessors,
-            } = names;
+            } = refs;
             let line = instructions[id.index()].span;
             let mut operands = Vec::with_capacity(raw_operands.len());
             for operand in raw_operands {
@@ -191,7 +191,7 @@ pub(super) fn resolve(
             order.push(id);
             let instruction = &mut instructions[id.index()];
             instruction.operands = operands;
-            instruction.called = called;
+            instruction.called = called.into_boxed_slice();
         }
         for (id, preds) in pending_preds {
             let mut resolved = Vec::with_capacity(preds.len());
@@ -205,7 +205,7 @@ pub(super) fn resolve(
                 };
                 resolved.push(written(target));
             }
-            instructions[id.index()].control_predecessors = resolved;
+            instructions[id.index()].control_predecessors = resolved.into_boxed_slice();
         }
         params.sort_by_key(|(n, _, _)| *n);
         for (expected, (n, _, r)) in params.iter().enumerate() {
