@@ -66,7 +66,20 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
                 let mut close = header;
                 for p in parts {
                     match p.as_rule() {
-                        Rule::instr_line => instructions.push(line(&p)),
+                        Rule::instr_lines => {
+                            let base = p.as_span().start();
+                            let mut offset = 0;
+                            for text in p.as_str().split_inclusive('\n') {
+                                let body = text.trim_end_matches(['\n', '\r']);
+                                if !body.trim().is_empty() {
+                                    instructions.push(Line {
+                                        offset: base + offset,
+                                        text: body,
+                                    });
+                                }
+                                offset += text.len();
+                            }
+                        }
                         _ => close = line(&p),
                     }
                 }
@@ -288,7 +301,9 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::computation | Rule::comp_header_line | Rule::comp_header => {
             "a computation (`%name (params) -> shape {`)"
         }
-        Rule::instr_line | Rule::instruction => "an instruction (`%name = shape opcode(...)`)",
+        Rule::instr_line | Rule::instr_lines | Rule::instruction => {
+            "an instruction (`%name = shape opcode(...)`)"
+        }
         Rule::comp_close_line | Rule::comp_close => "`}` closing the computation",
         Rule::stack_tables => "the stack-frame tables",
         Rule::kw_file_names => "`FileNames`",
