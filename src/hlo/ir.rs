@@ -209,7 +209,7 @@ impl Module {
 
     /// The fields of an instruction's `metadata={...}`, parsed when asked for.
     pub fn metadata(&self, instr: InstrId) -> Metadata {
-        super::lower::parse_metadata(&self.text, self.instr(instr).metadata)
+        super::metadata::parse(&self.text, self.instr(instr).metadata)
     }
 
     /// The `op_name` of an instruction's metadata, unescaped.

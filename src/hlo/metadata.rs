@@ -7,6 +7,7 @@
 
 use serde::Serialize;
 
+use super::parse::{HloParser, Rule};
 use crate::source::Span;
 
 /// The parts of `metadata={...}` hlomem uses; strings are spans of the quoted
@@ -150,6 +151,43 @@ pub fn unescape(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The fields of the `metadata={...}` value at `span` (see `Module::metadata`).
+/// The value was checked to be balanced when the line was read; fields that do
+/// not parse are left out rather than failing a report long after loading.
+pub(crate) fn parse(text: &str, span: Span) -> Metadata {
+    let mut metadata = Metadata::default();
+    let Some(value) = text.get(span.range()) else {
+        return metadata;
+    };
+    let Ok(mut pairs) = <HloParser as pest::Parser<Rule>>::parse(Rule::metadata, value) else {
+        return metadata;
+    };
+    let base = span.start;
+    for field in pairs.next().into_iter().flat_map(|p| p.into_inner()) {
+        let mut kv = field.into_inner();
+        let (Some(key), Some(value)) = (kv.next(), kv.next()) else {
+            continue;
+        };
+        let quoted = || {
+            let s = value.as_span();
+            let text = value.as_str();
+            (text.len() >= 2 && text.starts_with('"') && text.ends_with('"')).then(|| Span {
+                start: base + s.start() as u32 + 1,
+                end: base + s.end() as u32 - 1,
+            })
+        };
+        match key.as_str() {
+            "op_type" => metadata.op_type = quoted(),
+            "op_name" => metadata.op_name = quoted(),
+            "source_file" => metadata.source_file = quoted(),
+            "source_line" => metadata.source_line = value.as_str().parse().ok(),
+            "stack_frame_id" => metadata.stack_frame_id = value.as_str().parse().ok(),
+            _ => {}
+        }
+    }
+    metadata
 }
 
 #[cfg(test)]

@@ -11,11 +11,16 @@ use std::sync::Arc;
 use pest::iterators::Pair;
 use rayon::prelude::*;
 
+mod header;
+mod shape;
+
+use self::header::{lower_header, lower_shape_index, lower_stack_tables};
+use self::shape::lower_shape;
 use super::ir::*;
-use super::metadata::{FileLocation, Metadata, StackFrame, StackFrameIndex};
+use super::metadata::StackFrameIndex;
 use super::opcode::Opcode;
 use super::parse::{self, Line, Rule};
-use super::shape::{ArrayShape, Dim, ElementType, Layout, Shape};
+use super::shape::Shape;
 use crate::error::Error;
 use crate::source::{SourceFile, Span};
 
@@ -286,153 +291,6 @@ fn string_contents(at: At, pair: &Pair<'_, Rule>) -> Span {
         start: s.start + 1,
         end: s.end.saturating_sub(1).max(s.start + 1),
     }
-}
-
-// ---------------------------------------------------------------------------
-// Header and tables
-// ---------------------------------------------------------------------------
-
-fn lower_header(file: &SourceFile, line: Line) -> Result<(String, ModuleHeader), Error> {
-    let at = At {
-        file,
-        base: line.offset,
-    };
-    let pair = parse::parse_line(file, Rule::header, line)?;
-    let mut name = String::new();
-    let mut header = ModuleHeader {
-        num_partitions: 1,
-        replica_count: 1,
-        ..ModuleHeader::default()
-    };
-    for p in pair.into_inner() {
-        match p.as_rule() {
-            Rule::module_name => name = p.as_str().to_string(),
-            Rule::entry_layout_attr => {
-                if let Some(ps) = p.into_inner().next() {
-                    header.entry_layout = Some(lower_program_shape(at, ps)?);
-                }
-            }
-            Rule::io_alias_attr => {
-                for entry in p.into_inner() {
-                    header
-                        .input_output_alias
-                        .push(lower_alias_entry(at, entry)?);
-                }
-            }
-            Rule::buffer_donor_attr => {
-                for entry in p.into_inner() {
-                    let mut parts = entry.into_inner();
-                    let (Some(param), Some(index)) = (parts.next(), parts.next()) else {
-                        continue;
-                    };
-                    header.buffer_donors.push(BufferDonor {
-                        parameter: at.number(&param)?,
-                        parameter_index: lower_shape_index(at, index)?,
-                    });
-                }
-            }
-            Rule::EOI => {}
-            _ => {
-                let attribute = raw_attribute(at, &p);
-                let value = file.text.get(attribute.value.range()).unwrap_or("");
-                match file.text.get(attribute.name.range()).unwrap_or("") {
-                    "is_scheduled" => header.is_scheduled = value == "true",
-                    "num_partitions" => header.num_partitions = value.parse().unwrap_or(1),
-                    "replica_count" => header.replica_count = value.parse().unwrap_or(1),
-                    _ => header.other.push(attribute),
-                }
-            }
-        }
-    }
-    Ok((name, header))
-}
-
-fn lower_program_shape(at: At, pair: Pair<Rule>) -> Result<ProgramShape, Error> {
-    let mut shapes = pair
-        .into_inner()
-        .map(|s| lower_shape(at, s))
-        .collect::<Result<Vec<_>, _>>()?;
-    let result = shapes.pop().unwrap_or(Shape::Tuple(Vec::new()));
-    Ok(ProgramShape {
-        parameters: shapes,
-        result,
-    })
-}
-
-fn lower_alias_entry(at: At, pair: Pair<Rule>) -> Result<IoAlias, Error> {
-    let mut alias = IoAlias {
-        output_index: vec![],
-        parameter: 0,
-        parameter_index: vec![],
-        must_alias: false,
-    };
-    for (i, p) in pair.into_inner().enumerate() {
-        match (i, p.as_rule()) {
-            (0, _) => alias.output_index = lower_shape_index(at, p)?,
-            (_, Rule::int) => alias.parameter = at.number(&p)?,
-            (_, Rule::shape_index) => alias.parameter_index = lower_shape_index(at, p)?,
-            (_, Rule::alias_kind) => alias.must_alias = p.as_str() == "must-alias",
-            _ => {}
-        }
-    }
-    Ok(alias)
-}
-
-fn lower_shape_index(at: At, pair: Pair<Rule>) -> Result<Vec<u64>, Error> {
-    pair.into_inner().map(|p| at.number(&p)).collect()
-}
-
-fn lower_stack_tables(file: &SourceFile, tables: Pair<Rule>) -> Result<StackFrameIndex, Error> {
-    let at = At { file, base: 0 };
-    let mut index = StackFrameIndex::default();
-    let mut section = Rule::kw_file_names;
-    // Table references are 1-based with 0 for "none"; `parent_frame_id` is
-    // printed one higher still, so 1 means "no parent" (notes §1.3).
-    let to_index = |v: u64, shift: u64| {
-        usize::try_from(v)
-            .ok()
-            .and_then(|v| v.checked_sub(shift as usize + 1))
-    };
-    for row in tables.into_inner() {
-        match row.as_rule() {
-            Rule::string_row => {
-                let Some(s) = row.into_inner().nth(1) else {
-                    continue;
-                };
-                let text = super::metadata::unescape(
-                    file.text.get(string_contents(at, &s).range()).unwrap_or(""),
-                );
-                match section {
-                    Rule::kw_file_names => index.file_names.push(text),
-                    _ => index.function_names.push(text),
-                }
-            }
-            Rule::record_row => {
-                let mut fields = HashMap::new();
-                for field in row.into_inner().skip(1) {
-                    let mut kv = field.into_inner();
-                    if let (Some(k), Some(v)) = (kv.next(), kv.next()) {
-                        fields.insert(k.as_str(), at.number(&v)?);
-                    }
-                }
-                let get = |k: &str| fields.get(k).copied().unwrap_or(0);
-                match section {
-                    Rule::kw_file_locations => index.file_locations.push(FileLocation {
-                        file_name: to_index(get("file_name_id"), 0),
-                        function_name: to_index(get("function_name_id"), 0),
-                        line: get("line"),
-                        column: get("column"),
-                    }),
-                    _ => index.frames.push(StackFrame {
-                        file_location: to_index(get("file_location_id"), 0),
-                        parent: to_index(get("parent_frame_id"), 1),
-                    }),
-                }
-            }
-            keyword => section = keyword,
-        }
-    }
-    Ok(index)
 }
 
 // ---------------------------------------------------------------------------
@@ -741,44 +599,6 @@ fn call_role(key: &str) -> CallRole {
     }
 }
 
-/// The fields of the `metadata={...}` value at `span` (see `Module::metadata`).
-/// The value was checked to be balanced when the line was read; fields that do
-/// not parse are left out rather than failing a report long after loading.
-pub(super) fn parse_metadata(text: &str, span: Span) -> Metadata {
-    let mut metadata = Metadata::default();
-    let Some(value) = text.get(span.range()) else {
-        return metadata;
-    };
-    let Ok(mut pairs) = <parse::HloParser as pest::Parser<Rule>>::parse(Rule::metadata, value)
-    else {
-        return metadata;
-    };
-    let base = span.start;
-    for field in pairs.next().into_iter().flat_map(|p| p.into_inner()) {
-        let mut kv = field.into_inner();
-        let (Some(key), Some(value)) = (kv.next(), kv.next()) else {
-            continue;
-        };
-        let quoted = || {
-            let s = value.as_span();
-            let text = value.as_str();
-            (text.len() >= 2 && text.starts_with('"') && text.ends_with('"')).then(|| Span {
-                start: base + s.start() as u32 + 1,
-                end: base + s.end() as u32 - 1,
-            })
-        };
-        match key.as_str() {
-            "op_type" => metadata.op_type = quoted(),
-            "op_name" => metadata.op_name = quoted(),
-            "source_file" => metadata.source_file = quoted(),
-            "source_line" => metadata.source_line = value.as_str().parse().ok(),
-            "stack_frame_id" => metadata.stack_frame_id = value.as_str().parse().ok(),
-            _ => {}
-        }
-    }
-    metadata
-}
-
 /// Any attribute as `name` and `value` spans, split at the first `=`.
 fn raw_attribute(at: At, pair: &Pair<'_, Rule>) -> Attribute {
     let span = at.span(pair);
@@ -793,105 +613,4 @@ fn raw_attribute(at: At, pair: &Pair<'_, Rule>) -> Attribute {
             end: span.end,
         },
     }
-}
-
-// ---------------------------------------------------------------------------
-// Shapes
-// ---------------------------------------------------------------------------
-
-fn lower_shape(at: At, pair: Pair<Rule>) -> Result<Shape, Error> {
-    let shape = match pair.as_rule() {
-        Rule::tuple_shape => Shape::Tuple(
-            pair.clone()
-                .into_inner()
-                .map(|p| lower_shape(at, p))
-                .collect::<Result<_, _>>()?,
-        ),
-        Rule::buffer_shape => match pair.clone().into_inner().next() {
-            Some(inner) => Shape::Buffer(Box::new(lower_shape(at, inner)?)),
-            None => {
-                return Err(at.error(&pair, "expected a shape inside `b(...)`".into(), "empty"))
-            }
-        },
-        _ => Shape::Array(lower_array_shape(at, pair.clone())?),
-    };
-    if !shape.sizes_fit() {
-        return Err(at.error(
-            &pair,
-            format!("shape `{}` is larger than 2^64 bytes", pair.as_str()),
-            "too large to allocate",
-        ));
-    }
-    Ok(shape)
-}
-
-fn lower_array_shape(at: At, pair: Pair<Rule>) -> Result<ArrayShape, Error> {
-    let mut shape = ArrayShape {
-        element: ElementType::F32,
-        dims: Vec::new(),
-        layout: None,
-    };
-    for p in pair.into_inner() {
-        match p.as_rule() {
-            Rule::elem_type => {
-                shape.element = ElementType::parse(p.as_str()).ok_or_else(|| {
-                    at.error(
-                        &p,
-                        format!("unknown element type `{}`", p.as_str()),
-                        "not an XLA element type",
-                    )
-                })?;
-            }
-            Rule::dim => {
-                let Some(d) = p.into_inner().next() else {
-                    continue;
-                };
-                shape.dims.push(match d.as_rule() {
-                    Rule::dynamic_unbounded => Dim::Unbounded,
-                    Rule::dynamic_bound => {
-                        Dim::Bounded(d.into_inner().next().map_or(Ok(0), |n| at.number(&n))?)
-                    }
-                    _ => Dim::Static(at.number(&d)?),
-                });
-            }
-            Rule::layout => shape.layout = Some(lower_layout(at, p)?),
-            _ => {}
-        }
-    }
-    Ok(shape)
-}
-
-fn lower_layout(at: At, pair: Pair<Rule>) -> Result<Layout, Error> {
-    let mut layout = Layout::default();
-    let first = |p: Pair<Rule>| p.into_inner().next().map_or(Ok(0), |n| at.number(&n));
-    for p in pair.into_inner() {
-        match p.as_rule() {
-            Rule::minor_to_major => {
-                layout.minor_to_major = p
-                    .into_inner()
-                    .map(|n| at.number(&n))
-                    .collect::<Result<_, _>>()?
-            }
-            Rule::tile_field => {
-                for tile in p.into_inner() {
-                    let dims = tile
-                        .into_inner()
-                        .map(|d| {
-                            if d.as_str() == "*" {
-                                Ok(None)
-                            } else {
-                                at.number(&d).map(Some)
-                            }
-                        })
-                        .collect::<Result<_, _>>()?;
-                    layout.tiles.push(dims);
-                }
-            }
-            Rule::element_bits => layout.element_size_bits = Some(first(p)?),
-            Rule::memory_space => layout.memory_space = first(p)?,
-            Rule::tail_padding => layout.tail_padding = Some(first(p)?),
-            _ => layout.other_fields.push(p.as_str().to_string()),
-        }
-    }
-    Ok(layout)
 }
