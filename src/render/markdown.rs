@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::RenderOptions;
+use super::{one_line, RenderOptions};
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
@@ -99,7 +99,7 @@ fn render_module(m: &ModuleReport, out: &mut dyn Write) -> io::Result<()> {
                 b.name,
                 b.op_name
                     .as_deref()
-                    .map(|o| format!("`{o}`"))
+                    .map(|o| format!("`{}`", one_line(o)))
                     .unwrap_or_default(),
                 b.source.as_deref().unwrap_or("")
             )?;
@@ -121,7 +121,7 @@ fn render_module(m: &ModuleReport, out: &mut dyn Write) -> io::Result<()> {
                 f.code,
                 f.name,
                 human_bytes(f.bytes),
-                f.message,
+                one_line(&f.message),
                 f.fix
             )?;
         }

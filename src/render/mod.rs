@@ -16,6 +16,13 @@ use std::io::{self, Write};
 use crate::report::explain::ExplainReport;
 use crate::report::Report;
 
+/// `text` on one line: JAX writes some primitives' parameters into `op_name`
+/// with line breaks (`reshape[ dimensions=None\n new_sizes=(8,) ]`), which would
+/// break a table row. JSON keeps the text as it is.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Output formats of `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

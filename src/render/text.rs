@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::RenderOptions;
+use super::{one_line, RenderOptions};
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
@@ -189,9 +189,9 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                     let parts: Vec<String> = b.index.iter().map(u64::to_string).collect();
                     format!("{{{}}}", parts.join(","))
                 };
-                let what = match (&b.op_name, &b.source) {
+                let what = match (b.op_name.as_deref().map(one_line), &b.source) {
                     (Some(op), Some(src)) => format!("{op} at {src}"),
-                    (Some(op), None) => op.clone(),
+                    (Some(op), None) => op,
                     (None, Some(src)) => src.clone(),
                     (None, None) => String::new(),
                 };
@@ -225,7 +225,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 f.code,
                 f.name,
                 human_bytes(f.bytes),
-                f.message
+                one_line(&f.message)
             )?;
             match (&f.instruction, &f.source) {
                 (Some(i), Some(src)) => writeln!(out, "      at {i} ({src})")?,
@@ -233,7 +233,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 _ => {}
             }
             for e in &f.evidence {
-                writeln!(out, "      - {e}")?;
+                writeln!(out, "      - {}", one_line(e))?;
             }
             writeln!(out, "      fix: {}", f.fix)?;
         }
@@ -253,7 +253,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         .map(|p| {
             [
                 format!("#{}", p.number),
-                p.op_name.clone().unwrap_or_else(|| p.name.clone()),
+                one_line(p.op_name.as_deref().unwrap_or(&p.name)),
                 p.shape.to_string(),
                 human_bytes(p.bytes),
                 p.source.clone().unwrap_or_default(),

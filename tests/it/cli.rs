@@ -164,3 +164,56 @@ fn explain_code_prints_every_code() {
     let out = hlomem().args(["explain-code", "HM999"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// JAX writes some primitives' parameters into `op_name` with line breaks
+/// (`reshape[ dimensions=None\n new_sizes=(8,) ]`, seen in the 2020 dumps):
+/// text and Markdown keep each row on one line; JSON keeps the text exact.
+#[test]
+fn op_names_with_line_breaks_stay_on_one_row() {
+    let dir = std::env::temp_dir().join(format!("hlomem-op-name-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("module_0000.jit_f.cpu_after_optimizations.txt");
+    std::fs::write(
+        &file,
+        "HloModule jit_f, is_scheduled=true\n\n\
+         ENTRY %e (x: f32[1024]) -> f32[8,128] {\n  \
+           %x = f32[1024]{0} parameter(0), metadata={op_name=\"x\"}\n  \
+           ROOT %r = f32[8,128]{1,0} reshape(%x), metadata={op_name=\"jit(f)/reshape[ dimensions=None\\n new_sizes=(8, 128) ]\" source_file=\"f.py\" source_line=3}\n\
+         }\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    for format in ["text", "markdown"] {
+        let out = hlomem()
+            .args(["analyze", path, "--format", format])
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains("reshape[ dimensions=None new_sizes=(8, 128) ]"),
+            "{format}: {text}"
+        );
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.trim_start().starts_with("new_sizes")),
+            "{format}: {text}"
+        );
+    }
+    let out = hlomem()
+        .args(["analyze", path, "--format", "json"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let op_name = json["modules"][0]["peak"]["buffers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|b| b["op_name"].as_str().filter(|o| o.contains("reshape")))
+        .expect("the reshape is live at the peak");
+    assert_eq!(
+        op_name,
+        "jit(f)/reshape[ dimensions=None\n new_sizes=(8, 128) ]"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
