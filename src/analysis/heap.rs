@@ -80,6 +80,10 @@ pub fn simulate(
             .or_default()
             .push(v);
     }
+    // Values that end at the same time are freed in id order.
+    for ending in ends_at.values_mut() {
+        ending.sort();
+    }
     let mut live_bytes = 0u64;
     let mut peak_live = 0u64;
     // Operands whose chunk was taken over at this step: not freed again.
@@ -140,9 +144,7 @@ pub fn simulate(
             peak_live = peak_live.max(live_bytes);
         }
         if let Some(ending) = ends_at.get(&t) {
-            let mut ending = ending.clone();
-            ending.sort();
-            for v in ending {
+            for &v in ending {
                 let start = event_start[&v];
                 let g = group_of[&v];
                 groups[g].intervals.push((start, counter));
