@@ -24,13 +24,14 @@ pub fn copy_needed_by(module: &Module, param: InstrId, writer: InstrId) -> Optio
         .instructions
         .iter()
         .copied()
-        .filter(|&i| i != writer && module.instr(i).operands.contains(&param))
+        .filter(|&i| module.instr(i).operands.contains(&param))
         .collect();
     if readers.is_empty() {
         return None;
     }
-    let ancestors = ancestors(module, writer);
-    readers.into_iter().find(|r| !ancestors[r.index()])
+    not_ordered_before(module, &readers, writer)
+        .first()
+        .copied()
 }
 
 /// Of `readers`, those that are not ancestors of `writer`: the reads that

@@ -120,12 +120,11 @@ pub fn parse_line<'a>(
     let mut pairs = HloParser::parse(rule, line.text).map_err(|e| {
         // A line the fast rule refused is described by the rule that parses
         // everything in place, so that the message names what was expected.
-        let strict = match rule {
-            Rule::instruction | Rule::instruction_strict => Rule::instruction_strict,
-            _ => return syntax_error(file, rule, line, &e),
-        };
-        match HloParser::parse(strict, line.text) {
-            Err(strict_error) => syntax_error(file, strict, line, &strict_error),
+        if rule != Rule::instruction {
+            return syntax_error(file, rule, line, &e);
+        }
+        match HloParser::parse(Rule::instruction_strict, line.text) {
+            Err(strict_error) => syntax_error(file, Rule::instruction_strict, line, &strict_error),
             Ok(_) => syntax_error(file, rule, line, &e),
         }
     })?;

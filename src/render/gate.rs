@@ -157,27 +157,19 @@ pub fn render_diff(
         if i > 0 {
             writeln!(out)?;
         }
+        let total = format!(
+            "{} → {} ({})",
+            human_bytes(m.total_bytes.0),
+            human_bytes(m.total_bytes.1),
+            human_bytes_signed(m.growth())
+        );
         if md {
-            writeln!(
-                out,
-                "### `{}`: {} → {} ({})",
-                m.name,
-                human_bytes(m.total_bytes.0),
-                human_bytes(m.total_bytes.1),
-                human_bytes_signed(m.growth())
-            )?;
+            writeln!(out, "### `{}`: {total}", m.name)?;
             writeln!(out)?;
             writeln!(out, "| | old | new | change |")?;
             writeln!(out, "|---|---:|---:|---:|")?;
         } else {
-            writeln!(
-                out,
-                "module {}: total {} → {} ({})",
-                m.name,
-                human_bytes(m.total_bytes.0),
-                human_bytes(m.total_bytes.1),
-                human_bytes_signed(m.growth())
-            )?;
+            writeln!(out, "module {}: total {total}", m.name)?;
         }
         for (label, (a, b)) in [
             ("total", m.total_bytes),

@@ -251,6 +251,16 @@ struct At<'f> {
     base: usize,
 }
 
+impl<'f> At<'f> {
+    /// A `name` pair as a reference: its text without `%`, and where it stands.
+    fn reference<'a>(&self, pair: &Pair<'a, Rule>) -> Reference<'a> {
+        Reference {
+            name: strip_percent(pair.as_str()),
+            offset: self.offset(pair),
+        }
+    }
+}
+
 impl At<'_> {
     fn span(&self, pair: &Pair<'_, Rule>) -> Span {
         let s = pair.as_span();
@@ -336,10 +346,11 @@ fn lower_computation_header<'a>(
         match p.as_rule() {
             Rule::kw_entry => comp.is_entry = true,
             Rule::name if comp.name.name.is_empty() => {
-                comp.name = Reference {
-                    name: strip_percent(p.as_str()),
-                    offset: outline.header.offset + p.as_span().start(),
+                let at = At {
+                    file,
+                    base: outline.header.offset,
                 };
+                comp.name = at.reference(&p);
             }
             _ => {} // the program shape repeats what the parameters say
         }
@@ -401,10 +412,7 @@ fn lower_instruction<'a>(
         match p.as_rule() {
             Rule::kw_root => instr.is_root = true,
             Rule::name => {
-                instr.name = Reference {
-                    name: strip_percent(p.as_str()),
-                    offset: at.offset(&p),
-                };
+                instr.name = at.reference(&p);
             }
             Rule::shape_text => {
                 let text = p.as_str();
@@ -495,12 +503,7 @@ fn lower_operand<'a>(
                     "a number is only allowed in `parameter(N)`",
                 ))
             }
-            Rule::name => {
-                operand.reference = Reference {
-                    name: strip_percent(p.as_str()),
-                    offset: at.offset(&p),
-                }
-            }
+            Rule::name => operand.reference = at.reference(&p),
             Rule::gte_index => {
                 if let Some(n) = p.into_inner().next() {
                     operand.tuple_path.push(at.number(&n)?);
@@ -518,10 +521,7 @@ fn lower_attribute<'a>(
     pair: Pair<'a, Rule>,
     instr: &mut RawInstruction<'a>,
 ) -> Result<(), Error> {
-    let reference = |p: &Pair<'a, Rule>| Reference {
-        name: strip_percent(p.as_str()),
-        offset: at.offset(p),
-    };
+    let reference = |p: &Pair<'a, Rule>| at.reference(p);
     match pair.as_rule() {
         Rule::metadata_attr => {
             if let Some(value) = pair.into_inner().next() {
