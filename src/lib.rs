@@ -13,6 +13,7 @@ pub mod oom;
 pub mod render;
 pub mod report;
 pub mod source;
+pub mod target;
 pub mod units;
 pub mod xla_report;
 
@@ -40,6 +41,8 @@ pub fn parse_text(path: impl Into<PathBuf>, text: impl Into<String>) -> Result<M
 pub struct AnalyzeOptions {
     /// Compare with XLA's own reports beside each HLO file.
     pub verify: bool,
+    /// Apply this backend's rules instead of the one the module text shows.
+    pub backend: Option<target::Backend>,
 }
 
 /// The HLO files to analyze: files as given, and for a folder one file per
@@ -102,7 +105,8 @@ fn analyze_one(
     options: AnalyzeOptions,
 ) -> Result<report::ModuleReport, Error> {
     let module = load_module(&input.path)?;
-    let model = analysis::analyze(&module);
+    let target = target::Target::resolve(&module, options.backend);
+    let model = analysis::analyze(&module, &target);
     let mut summary = report::ModuleReport::build(&module, &model);
     summary.key = input.key.clone();
     if input.unoptimized || !module.header.is_scheduled {

@@ -13,6 +13,7 @@ use super::heap::{self, HeapResult};
 use super::liveness::LiveRange;
 use super::sharing;
 use crate::hlo::{IoAlias, Module, Opcode};
+use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocationKind {
@@ -53,17 +54,15 @@ pub struct Assignment {
     pub heap_buffers: Vec<BufferId>,
 }
 
-/// XLA:CPU aligns temporaries to 64 bytes (`EIGEN_MAX_ALIGN_BYTES` of jaxlib's build).
-pub const CPU_ALIGNMENT: u64 = 64;
-
 pub fn assign(
     module: &Module,
     aliases: &[IoAlias],
     graph: &ModuleGraph,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
-    alignment: u64,
+    target: &Target,
 ) -> Assignment {
+    let alignment = target.heap_alignment();
     let entry_root = module.entry_root();
     let live_out: Vec<bool> = dataflow
         .buffers
@@ -172,6 +171,7 @@ pub fn assign(
             continue;
         }
         if let Some(a) = find_reusable(
+            target,
             module,
             dataflow,
             ranges,
@@ -199,7 +199,7 @@ pub fn assign(
         );
     }
 
-    let heap = heap::simulate(module, dataflow, ranges, &delayed, alignment);
+    let heap = heap::simulate(module, dataflow, ranges, &delayed, target);
     if !delayed.is_empty() {
         allocations.push(Allocation {
             kind: AllocationKind::Temp,
@@ -328,6 +328,7 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
 /// allocation of an operand that `b` may overwrite first, then the others from
 /// the most recently created (the smallest, as buffers come biggest first).
 fn find_reusable(
+    target: &Target,
     module: &Module,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
@@ -347,7 +348,7 @@ fn find_reusable(
             && !a
                 .buffers
                 .iter()
-                .any(|&other| interferes(module, dataflow, ranges, b, other))
+                .any(|&other| interferes(target, module, dataflow, ranges, b, other))
     };
     for &v in &buffer.values {
         let value = &dataflow.values[v.index()];
@@ -360,8 +361,14 @@ fn find_reusable(
                     continue;
                 };
                 let index = nodes.get(node).map_or(&[][..], |(idx, _)| idx.as_slice());
-                if sharing::can_share_operand_buffer(module, operand, index, user, &value.index)
-                    && fits(&allocations[a])
+                if sharing::can_share_operand_buffer(
+                    target,
+                    module,
+                    operand,
+                    index,
+                    user,
+                    &value.index,
+                ) && fits(&allocations[a])
                 {
                     return Some(a);
                 }
@@ -376,6 +383,7 @@ fn find_reusable(
 /// Do two buffers' values overlap in time? Values that only touch may share
 /// when the later one may write over the earlier one (`LiveRangeInterferes`).
 fn interferes(
+    target: &Target,
     module: &Module,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
@@ -405,7 +413,7 @@ fn interferes(
                                 .get(node as usize)
                                 .is_some_and(|(idx, _)| {
                                     sharing::can_share_operand_buffer(
-                                        module, pos, idx, user, &l.index,
+                                        target, module, pos, idx, user, &l.index,
                                     )
                                 })
                     })

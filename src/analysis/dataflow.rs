@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use super::graph::{CompKind, ModuleGraph};
 use super::sharing;
 use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Shape};
+use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ValueId(pub u32);
@@ -90,6 +91,7 @@ pub fn node_of(shape: &Shape, index: &[u64]) -> Option<usize> {
 struct Builder<'m> {
     module: &'m Module,
     graph: &'m ModuleGraph,
+    target: &'m Target,
     values: Vec<Value>,
     value_of: Vec<Vec<ValueId>>,
     /// Pairs of values that must share a buffer.
@@ -99,9 +101,15 @@ struct Builder<'m> {
 
 impl Dataflow {
     /// `aliases`: the entry's input/output aliasing (the module's own, or a what-if).
-    pub fn build(module: &Module, graph: &ModuleGraph, aliases: &[IoAlias]) -> Dataflow {
+    pub fn build(
+        module: &Module,
+        graph: &ModuleGraph,
+        aliases: &[IoAlias],
+        target: &Target,
+    ) -> Dataflow {
         let mut b = Builder {
             module,
+            target,
             graph,
             values: Vec::new(),
             value_of: vec![Vec::new(); module.instructions.len()],
@@ -135,7 +143,7 @@ impl Builder<'_> {
             instr,
             node: node as u32,
             index,
-            size: shape.byte_size(),
+            size: self.target.buffer_size(shape),
             is_phi,
             positions: Vec::new(),
             uses: Vec::new(),

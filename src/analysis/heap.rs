@@ -9,10 +9,13 @@
 //!    once biggest-first ("spatial") and once longest-first ("temporal"), and
 //!    keep the smaller heap.
 
+use std::collections::{HashMap, HashSet};
+
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::liveness::LiveRange;
 use super::sharing;
 use crate::hlo::{Module, Opcode};
+use crate::target::Target;
 
 /// Where one value ended up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,10 +33,16 @@ pub struct HeapResult {
     pub peak_live: u64,
 }
 
-/// One allocation unit: a value and the values that shared its chunk.
+/// One allocation unit: a value and the values placed with it (its buffer's
+/// later values, and values that took over its chunk when it died).
 struct Group {
     leader: ValueId,
+    /// The leader's buffer size: what the orders sort by.
+    leader_size: u64,
+    /// The largest member: what must fit (`GetMaxColocationSize`).
     size: u64,
+    /// The leader's own event interval.
+    own: (u64, u64),
     /// Event-time intervals of every member, inclusive.
     intervals: Vec<(u64, u64)>,
     members: Vec<ValueId>,
@@ -41,14 +50,27 @@ struct Group {
     end: u64,
 }
 
+/// A value's interval in event time, as `HeapSimulator::RunComputation`
+/// replays it: `start` when it is allocated or shares a chunk, `end` when freed.
+struct Interval {
+    value: ValueId,
+    start: u64,
+    end: u64,
+    /// Values that share this one's chunk (`ShareWith`), transitively followed.
+    colocations: Vec<usize>,
+    /// `false` for a value that shares another's chunk.
+    leader: bool,
+}
+
 pub fn simulate(
     module: &Module,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
     buffers: &[BufferId],
-    alignment: u64,
+    target: &Target,
 ) -> HeapResult {
-    let simulated: std::collections::HashSet<BufferId> = buffers.iter().copied().collect();
+    let alignment = target.heap_alignment();
+    let simulated: HashSet<BufferId> = buffers.iter().copied().collect();
     let mut values: Vec<ValueId> = buffers
         .iter()
         .flat_map(|b| dataflow.buffers[b.index()].values.iter().copied())
@@ -57,106 +79,107 @@ pub fn simulate(
     if values.is_empty() {
         return HeapResult::default();
     }
-    values.sort_by_key(|v| {
-        let r = ranges[v.index()].expect("filtered");
-        (r.start, r.end, *v)
-    });
-    let last_time = values
-        .iter()
-        .map(|v| ranges[v.index()].expect("filtered").end)
-        .max()
-        .unwrap_or(0);
-
-    // Replay: group_of[value] is the group whose chunk the value uses.
-    let mut group_of: std::collections::HashMap<ValueId, usize> = Default::default();
-    let mut groups: Vec<Group> = Vec::new();
-    let mut event_start: std::collections::HashMap<ValueId, u64> = Default::default();
-    let mut counter = 0u64;
-    let mut next_start = 0usize;
-    let mut ends_at: std::collections::BTreeMap<u32, Vec<ValueId>> = Default::default();
+    let range = |v: ValueId| ranges[v.index()].expect("filtered");
+    // Defines and frees both happen in (start, end, id) order.
+    values.sort_by_key(|&v| (range(v).start, range(v).end, v));
+    let last_time = values.iter().map(|&v| range(v).end).max().unwrap_or(0) as usize;
+    let mut defined: Vec<Vec<ValueId>> = vec![Vec::new(); last_time + 1];
+    let mut freed: Vec<Vec<ValueId>> = vec![Vec::new(); last_time + 1];
     for &v in &values {
-        ends_at
-            .entry(ranges[v.index()].expect("filtered").end)
-            .or_default()
-            .push(v);
+        defined[range(v).start as usize].push(v);
+        freed[range(v).end as usize].push(v);
     }
-    // Values that end at the same time are freed in id order.
-    for ending in ends_at.values_mut() {
-        ending.sort();
-    }
+    // Every value is sized as its buffer (the largest of the buffer's values).
+    let size_of = |v: ValueId| dataflow.buffers[dataflow.values[v.index()].buffer.index()].size;
+
+    let mut intervals: Vec<Interval> = Vec::new();
+    let mut interval_of: HashMap<ValueId, usize> = HashMap::new();
+    let mut first_of_buffer: HashMap<BufferId, ValueId> = HashMap::new();
+    let mut counter = 0u64;
     let mut live_bytes = 0u64;
     let mut peak_live = 0u64;
-    // Operands whose chunk was taken over at this step: not freed again.
-    let mut handed_over: std::collections::HashSet<ValueId> = Default::default();
+    // Zero-sized values sit at offset 0 and take no event (XLA returns early).
+    let mut zero_sized: Vec<ValueId> = Vec::new();
     for t in 0..=last_time {
-        while next_start < values.len()
-            && ranges[values[next_start].index()].expect("filtered").start == t
-        {
-            let v = values[next_start];
-            next_start += 1;
+        for v in std::mem::take(&mut defined[t]) {
             let value = &dataflow.values[v.index()];
-            let buffer = &dataflow.buffers[value.buffer.index()];
-            // A buffer's later values share the chunk of its first one.
-            let same_buffer = buffer
-                .values
-                .iter()
-                .find(|other| **other != v && group_of.contains_key(other))
-                .copied();
-            let reused = if same_buffer.is_none() && buffer.values.len() == 1 {
-                reusable_operand(
-                    module,
-                    dataflow,
-                    ranges,
-                    &simulated,
-                    &group_of,
-                    &handed_over,
-                    v,
-                    t,
-                )
+            let size = size_of(v);
+            live_bytes = live_bytes.saturating_add(value.size);
+            peak_live = peak_live.max(live_bytes);
+            let shared_with = if let Some(&first) = first_of_buffer.get(&value.buffer) {
+                Some(first)
+            } else if dataflow.buffers[value.buffer.index()].values.len() == 1 {
+                let taken =
+                    dying_operand(target, module, dataflow, ranges, &simulated, &freed[t], v);
+                if let Some(op) = taken {
+                    // The operand is freed right before its chunk is shared.
+                    freed[t].retain(|&x| x != op);
+                    if let Some(&i) = interval_of.get(&op) {
+                        intervals[i].end = counter;
+                        counter += 1;
+                    }
+                }
+                taken
             } else {
                 None
             };
-            event_start.insert(v, counter);
+            if size == 0 {
+                zero_sized.push(v);
+                first_of_buffer.entry(value.buffer).or_insert(v);
+                continue;
+            }
+            let index = intervals.len();
+            intervals.push(Interval {
+                value: v,
+                start: counter,
+                end: counter,
+                colocations: Vec::new(),
+                leader: true,
+            });
             counter += 1;
-            match same_buffer.or(reused) {
-                Some(other) => {
-                    let g = group_of[&other];
-                    group_of.insert(v, g);
-                    groups[g].members.push(v);
-                    groups[g].size = groups[g].size.max(value.size);
-                    if let Some(op) = reused {
-                        handed_over.insert(op);
-                    }
+            interval_of.insert(v, index);
+            match shared_with.and_then(|s| interval_of.get(&s).copied()) {
+                Some(host) => {
+                    intervals[host].colocations.push(index);
+                    intervals[index].leader = false;
                 }
                 None => {
-                    group_of.insert(v, groups.len());
-                    groups.push(Group {
-                        leader: v,
-                        size: value.size,
-                        intervals: Vec::new(),
-                        members: vec![v],
-                        start: 0,
-                        end: 0,
-                    });
+                    first_of_buffer.insert(value.buffer, v);
                 }
             }
-            live_bytes = live_bytes.saturating_add(value.size);
-            peak_live = peak_live.max(live_bytes);
         }
-        if let Some(ending) = ends_at.get(&t) {
-            for &v in ending {
-                let start = event_start[&v];
-                let g = group_of[&v];
-                groups[g].intervals.push((start, counter));
+        for v in std::mem::take(&mut freed[t]) {
+            live_bytes = live_bytes.saturating_sub(dataflow.values[v.index()].size);
+            if let Some(&i) = interval_of.get(&v) {
+                intervals[i].end = counter;
                 counter += 1;
-                live_bytes = live_bytes.saturating_sub(dataflow.values[v.index()].size);
             }
         }
     }
-    for g in &mut groups {
-        g.start = g.intervals.iter().map(|i| i.0).min().unwrap_or(0);
-        g.end = g.intervals.iter().map(|i| i.1).max().unwrap_or(0);
-    }
+
+    let groups: Vec<Group> = intervals
+        .iter()
+        .filter(|i| i.leader)
+        .map(|leader| {
+            let mut members = vec![leader];
+            let mut next = 0;
+            while next < members.len() {
+                let current = members[next];
+                members.extend(current.colocations.iter().map(|&c| &intervals[c]));
+                next += 1;
+            }
+            Group {
+                leader: leader.value,
+                leader_size: size_of(leader.value),
+                size: members.iter().map(|m| size_of(m.value)).max().unwrap_or(0),
+                own: (leader.start, leader.end),
+                intervals: members.iter().map(|m| (m.start, m.end)).collect(),
+                members: members.iter().map(|m| m.value).collect(),
+                start: members.iter().map(|m| m.start).min().unwrap_or(0),
+                end: members.iter().map(|m| m.end).max().unwrap_or(0),
+            }
+        })
+        .collect();
 
     // XLA tries both orders and keeps the smaller heap; they are independent.
     let (spatial, temporal) = rayon::join(
@@ -180,6 +203,11 @@ pub fn simulate(
             ));
         }
     }
+    chunks.extend(
+        zero_sized
+            .into_iter()
+            .map(|v| (v, Chunk { offset: 0, size: 0 })),
+    );
     chunks.sort_by_key(|(v, _)| *v);
     HeapResult {
         heap_size,
@@ -188,53 +216,40 @@ pub fn simulate(
     }
 }
 
-/// An operand value that dies exactly now and whose chunk this value may take.
-#[allow(clippy::too_many_arguments)]
-fn reusable_operand(
+/// The operand value whose chunk `v` takes over as it is defined: the
+/// top-level value of a direct operand, alone in its buffer, dying now and not
+/// yet taken, that `v` may overwrite (`HeapSimulator::RunComputation`).
+fn dying_operand(
+    target: &Target,
     module: &Module,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
-    simulated: &std::collections::HashSet<BufferId>,
-    group_of: &std::collections::HashMap<ValueId, usize>,
-    handed_over: &std::collections::HashSet<ValueId>,
+    simulated: &HashSet<BufferId>,
+    freed_now: &[ValueId],
     v: ValueId,
-    t: u32,
 ) -> Option<ValueId> {
     let value = &dataflow.values[v.index()];
     let user = value.instr;
-    if module.instr(user).opcode == Opcode::Copy {
+    let user_instr = module.instr(user);
+    if user_instr.opcode == Opcode::Copy {
         return None;
     }
-    for &operand in &module.instr(user).operands {
-        for &ov in &dataflow.value_of[operand.index()] {
-            let o = &dataflow.values[ov.index()];
-            if !simulated.contains(&o.buffer)
-                || dataflow.buffers[o.buffer.index()].values.len() != 1
-                || !group_of.contains_key(&ov)
-                || handed_over.contains(&ov)
-                || ranges[ov.index()].map(|r| r.end) != Some(t)
-            {
-                continue;
-            }
-            let operand_index = &o.index;
-            let position = o
-                .positions
-                .iter()
-                .find(|(i, _)| *i == operand)
-                .map(|&(_, n)| n);
-            let index = match position {
-                Some(node) => module
-                    .instr(operand)
-                    .shape
-                    .nodes()
-                    .get(node as usize)
-                    .map(|(idx, _)| idx.clone())
-                    .unwrap_or_else(|| operand_index.clone()),
-                None => continue,
-            };
-            if sharing::can_share_operand_buffer(module, operand, &index, user, &value.index) {
-                return Some(ov);
-            }
+    for &operand in &user_instr.operands {
+        let Some(&ov) = dataflow.value_of[operand.index()].first() else {
+            continue;
+        };
+        let o = &dataflow.values[ov.index()];
+        if !simulated.contains(&o.buffer)
+            || dataflow.buffers[o.buffer.index()].values.len() != 1
+            || ranges[ov.index()].is_none()
+            || !freed_now.contains(&ov)
+            || !user_instr.operands.contains(&o.instr)
+        {
+            continue;
+        }
+        if sharing::can_share_operand_buffer(target, module, o.instr, &o.index, user, &value.index)
+        {
+            return Some(ov);
         }
     }
     None
@@ -251,19 +266,21 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
     let id = |g: &Group| g.leader.0;
     let mut sorted: Vec<usize> = (0..groups.len()).collect();
     match order {
+        // Size first, then the leader's own interval: colocations are not looked at.
         Order::Spatial => sorted.sort_by_key(|&g| {
             let x = &groups[g];
             (
-                std::cmp::Reverse(x.size),
-                std::cmp::Reverse(x.end - x.start),
+                std::cmp::Reverse(x.leader_size),
+                std::cmp::Reverse(x.own.1 - x.own.0),
                 id(x),
             )
         }),
+        // Time first: from the leader's start to the last colocation's end.
         Order::Temporal => sorted.sort_by_key(|&g| {
             let x = &groups[g];
             (
-                std::cmp::Reverse(x.end - x.start),
-                std::cmp::Reverse(x.size),
+                std::cmp::Reverse(x.end.max(x.own.1) - x.own.0),
+                std::cmp::Reverse(x.leader_size),
                 id(x),
             )
         }),
@@ -311,9 +328,7 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
             }
             offset = offset.max(align(chunk_offset.saturating_add(chunk_size)));
         }
-        if heap_size > offset {
-            consider(offset, heap_size - offset, &mut best);
-        }
+        // The space above the highest chunk is unbounded: the last resort.
         let chosen = best.map_or(offset, |(o, _)| o);
         offsets[g] = chosen;
         heap_size = heap_size.max(chosen.saturating_add(group.size));

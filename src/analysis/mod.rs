@@ -21,9 +21,12 @@ use self::graph::ModuleGraph;
 use self::liveness::LiveRange;
 use self::schedule::Schedule;
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
+use crate::target::Target;
 
 /// Everything the accounting found for one module.
 pub struct MemoryModel {
+    /// The backend whose rules were applied.
+    pub target: Target,
     pub schedule: Schedule,
     pub dataflow: Dataflow,
     pub ranges: Vec<Option<LiveRange>>,
@@ -93,39 +96,19 @@ impl BufferKind {
     }
 }
 
-/// Temporaries are aligned as XLA aligns them on the backend the dump came from.
-pub fn alignment_for(module: &Module) -> u64 {
-    let name = module
-        .path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    if name.contains("gpu_after_optimizations") {
-        256
-    } else {
-        assign::CPU_ALIGNMENT
-    }
-}
-
-pub fn analyze(module: &Module) -> MemoryModel {
-    analyze_with_aliases(module, &module.header.input_output_alias)
+/// The accounting of `module` compiled for `target`.
+pub fn analyze(module: &Module, target: &Target) -> MemoryModel {
+    analyze_with_aliases(module, target, &module.header.input_output_alias)
 }
 
 /// The accounting as if the entry's input/output aliasing were `aliases`:
 /// what donating (or not donating) parameters would change (a what-if).
-pub fn analyze_with_aliases(module: &Module, aliases: &[IoAlias]) -> MemoryModel {
+pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
     let graph = ModuleGraph::build(module);
     let schedule = Schedule::build(module, &graph);
-    let dataflow = Dataflow::build(module, &graph, aliases);
+    let dataflow = Dataflow::build(module, &graph, aliases, target);
     let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule);
-    let assignment = assign::assign(
-        module,
-        aliases,
-        &graph,
-        &dataflow,
-        &ranges,
-        alignment_for(module),
-    );
+    let assignment = assign::assign(module, aliases, &graph, &dataflow, &ranges, target);
     let mut totals = Totals::default();
     for a in &assignment.allocations {
         totals.total_bytes = totals.total_bytes.saturating_add(a.size);
@@ -149,6 +132,7 @@ pub fn analyze_with_aliases(module: &Module, aliases: &[IoAlias]) -> MemoryModel
         .get(peak.time as usize)
         .map_or(0, |k| k.iter().copied().fold(0u64, u64::saturating_add));
     MemoryModel {
+        target: target.clone(),
         schedule,
         dataflow,
         ranges,

@@ -39,7 +39,7 @@ fn worked_example_of_the_notes() {
          %p0 = f32[256]{0} parameter(0)\n  %a = f32[256]{0} exponential(%p0)\n  %b = f32[256]{0} negate(%a)\n  \
          %c = f32[512]{0} concatenate(%a, %b), dimensions={0}\n  ROOT %r = f32[1]{0} slice(%c), slice={[0:1]}\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert_eq!(
         range(&m, &model, "p0"),
         (0, 5),
@@ -72,7 +72,7 @@ fn pass_through_ops_define_no_values() {
          %p = f32[4]{0} parameter(0)\n  %n = f32[4]{0} negate(%p)\n  %bc = f32[2,2]{1,0} bitcast(%n)\n  \
          %cp = f32[4]{0} copy(%n)\n  ROOT %t = (f32[4]{0}, f32[2,2]{1,0}, f32[4]{0}) tuple(%n, %bc, %cp)\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert_eq!(value_of(&m, &model, "bc", 0), value_of(&m, &model, "n", 0));
     assert_eq!(value_of(&m, &model, "t", 1), value_of(&m, &model, "n", 0));
     assert_ne!(value_of(&m, &model, "cp", 0), value_of(&m, &model, "n", 0));
@@ -92,7 +92,7 @@ fn dynamic_update_slice_is_in_place() {
          %p = f32[8]{0} parameter(0)\n  %u = f32[2]{0} parameter(1)\n  %i = s32[] parameter(2)\n  \
          %n = f32[8]{0} negate(%p)\n  ROOT %d = f32[8]{0} dynamic-update-slice(%n, %u, %i)\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert!(same_buffer(&m, &model, "n", "d"));
 }
 
@@ -108,7 +108,7 @@ fn in_place_fusion_shares_its_operand() {
          %p = f32[8]{0} parameter(0)\n  %u = f32[2]{0} parameter(1)\n  %i = s32[] parameter(2)\n  \
          %n = f32[8]{0} negate(%p)\n  ROOT %fu = f32[8]{0} fusion(%n, %u, %i), kind=kLoop, calls=%f\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert!(same_buffer(&m, &model, "n", "fu"));
 }
 
@@ -120,7 +120,7 @@ fn custom_call_output_to_operand_aliasing() {
          %n = f32[8]{0} negate(%p)\n  \
          ROOT %cc = f32[8]{0} custom-call(%n), custom_call_target=\"t\", output_to_operand_aliasing={{}: (0, {})}\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert!(same_buffer(&m, &model, "n", "cc"));
 }
 
@@ -133,7 +133,7 @@ fn input_output_alias_merges_parameter_and_output() {
          ENTRY %e (a: f32[1024], b: f32[1024]) -> f32[1024] {\n  \
          %a = f32[1024]{0} parameter(0)\n  %b = f32[1024]{0} parameter(1)\n  ROOT %s = f32[1024]{0} add(%a, %b)\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert!(same_buffer(&m, &model, "a", "s"));
     assert_eq!(
         range(&m, &model, "a"),
@@ -171,7 +171,7 @@ fn while_loop_state_shares_buffers() {
          %loop = (s32[], f32[8]{0}, f32[8]{0}) while(%init), condition=%cond, body=%body\n  \
          ROOT %out = f32[8]{0} get-tuple-element(%loop), index=1\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert!(
         same_buffer(&m, &model, "c", "x2"),
         "init and body result share the loop buffer"
@@ -200,7 +200,7 @@ fn schedule_flattens_condition_then_body_before_the_loop() {
          ENTRY %e (p: s32[]) -> s32[] {\n  %p = s32[] parameter(0)\n  %c = s32[] copy(%p)\n  \
          ROOT %w = s32[] while(%c), condition=%cond, body=%body\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     let names: Vec<&str> = model
         .schedule
         .order
@@ -219,7 +219,7 @@ fn elementwise_chain_reuses_the_dying_operand() {
          %a = f32[256]{0} exponential(%p)\n  %b = f32[256]{0} negate(%a)\n  %c = f32[256]{0} tanh(%b)\n  \
          ROOT %r = f32[1]{0} slice(%c), slice={[0:1]}\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert_eq!(model.totals.temp_bytes, 1024, "a, b and c share one chunk");
 }
 
@@ -231,7 +231,7 @@ fn transpose_cannot_reuse_its_operand() {
          %a = f32[16,16]{1,0} exponential(%p)\n  %t = f32[16,16]{1,0} transpose(%a), dimensions={1,0}\n  \
          ROOT %r = f32[1,1]{1,0} slice(%t), slice={[0:1], [0:1]}\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     assert_eq!(model.totals.temp_bytes, 2048, "a and t need a chunk each");
 }
 
@@ -244,7 +244,7 @@ fn reducer_buffers_are_thread_local() {
          ENTRY %e (p: f32[8]) -> f32[] {\n  %p = f32[8]{0} parameter(0)\n  %z = f32[] constant(0)\n  \
          ROOT %r = f32[] reduce(%p, %z), dimensions={0}, to_apply=%sum\n}\n",
     );
-    let model = analyze(&m);
+    let model = analyze(&m, &Target::detect(&m));
     let kinds: Vec<_> = model
         .assignment
         .allocations

@@ -59,7 +59,14 @@ pub fn load(
             bar.inc(1);
         }
     };
-    let report = hlomem::analyze_inputs(&inputs, AnalyzeOptions { verify }, &done);
+    let report = hlomem::analyze_inputs(
+        &inputs,
+        AnalyzeOptions {
+            verify,
+            backend: selection.backend.map(Into::into),
+        },
+        &done,
+    );
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }

@@ -49,6 +49,29 @@ pub struct Selection {
     module: Option<String>,
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
+    /// Apply this backend's memory rules instead of the one the module text shows
+    /// (tiled layouts mean TPU; GPU and CPU leave their names in backend configs and
+    /// custom calls; a module with no sign of either gets CPU rules).
+    #[arg(long, value_enum, value_name = "BACKEND")]
+    backend: Option<BackendArg>,
+}
+
+/// `--backend`: clap's view of [`hlomem::target::Backend`].
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum BackendArg {
+    Cpu,
+    Gpu,
+    Tpu,
+}
+
+impl From<BackendArg> for hlomem::target::Backend {
+    fn from(b: BackendArg) -> Self {
+        match b {
+            BackendArg::Cpu => hlomem::target::Backend::Cpu,
+            BackendArg::Gpu => hlomem::target::Backend::Gpu,
+            BackendArg::Tpu => hlomem::target::Backend::Tpu,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

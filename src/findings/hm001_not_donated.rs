@@ -68,10 +68,10 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             }
         }
         let after = if copied.is_empty() {
-            analysis::analyze_with_aliases(module, &aliases)
+            analysis::analyze_with_aliases(module, &model.target, &aliases)
         } else {
             let donated = whatif::with_parameter_copies(module, &copied);
-            analysis::analyze_with_aliases(&donated, &aliases)
+            analysis::analyze_with_aliases(&donated, &model.target, &aliases)
         }
         .totals
         .total_bytes;

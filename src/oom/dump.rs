@@ -81,7 +81,7 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
         .par_iter()
         .map(|path| -> Result<(f64, Module, MemoryModel), Error> {
             let module = crate::load_module(path)?;
-            let model = analysis::analyze(&module);
+            let model = analysis::analyze(&module, &crate::target::Target::detect(&module));
             let shapes = plain_shapes(&module);
             let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
             Ok((d, module, model))

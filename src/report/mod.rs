@@ -212,7 +212,7 @@ pub struct AliasedParameter {
 impl ModuleReport {
     /// Summarizes a parsed module: its size, its parameters and its result.
     pub fn summarize(module: &Module) -> ModuleReport {
-        let model = crate::analysis::analyze(module);
+        let model = crate::analysis::analyze(module, &crate::target::Target::detect(module));
         ModuleReport::build(module, &model)
     }
 

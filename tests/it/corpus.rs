@@ -203,7 +203,7 @@ fn corpus_verify_finds_no_disagreement() {
     let mut compared = 0;
     for (name, file, _) in &modules {
         let module = hlomem::load_module(file).unwrap();
-        let model = hlomem::analysis::analyze(&module);
+        let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
         let xla = hlomem::xla_report::XlaReports::load(file)
             .unwrap()
             .expect("the corpus has XLA's reports");

@@ -31,7 +31,8 @@ fn truncated_anywhere() {
         };
         match hlomem::parse_text("cut.txt", prefix) {
             Ok(module) => {
-                let model = hlomem::analysis::analyze(&module);
+                let model =
+                    hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
                 let _ = hlomem::report::ModuleReport::build(&module, &model);
             }
             Err(e) => assert!(e.location().is_some(), "cut at {cut}: {e}"),
@@ -51,7 +52,7 @@ fn a_line_of_100_megabytes() {
     }
     text.push_str("1})\n}\n");
     let module = hlomem::parse_text("big.txt", text).expect("a long literal is still HLO");
-    let model = hlomem::analysis::analyze(&module);
+    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
     assert_eq!(model.totals.output_bytes, 100_000_000);
 }
 
@@ -134,7 +135,8 @@ fn odd_modules_are_analyzed_without_panics() {
     for text in odd {
         match hlomem::parse_text("odd.txt", text) {
             Ok(module) => {
-                let model = hlomem::analysis::analyze(&module);
+                let model =
+                    hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
                 let report = hlomem::report::ModuleReport::build(&module, &model);
                 let report = hlomem::Report {
                     modules: vec![report],
@@ -163,7 +165,7 @@ fn absurd_sizes_do_not_overflow() {
                 %x = u8[9223372036854775807]{0} negate(%a)\n  %y = u8[9223372036854775807]{0} negate(%b)\n  \
                 ROOT %t = (u8[9223372036854775807]{0}, u8[9223372036854775807]{0}) tuple(%x, %y)\n}\n";
     let module = hlomem::parse_text("huge.txt", text).unwrap();
-    let model = hlomem::analysis::analyze(&module);
+    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
     assert_eq!(model.totals.total_bytes, u64::MAX);
     let report = hlomem::report::ModuleReport::build(&module, &model);
     let report = hlomem::Report {

@@ -112,7 +112,7 @@ fn sources_resolve_through_stack_frames() {
 fn samples_verify_against_xla_reports() {
     for path in sample_modules() {
         let module = hlomem::load_module(&path).unwrap();
-        let model = hlomem::analysis::analyze(&module);
+        let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
         let xla = hlomem::xla_report::XlaReports::load(&path)
             .unwrap()
             .expect("samples keep XLA's reports");

@@ -6,7 +6,10 @@
 //! - [`can_share_operand_buffer`]: whether an output *may* take over an operand
 //!   buffer that dies at this instruction (`CanShareOperandBufferWithUser`).
 
+mod gpu;
+
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
+use crate::target::{Backend, Target};
 
 /// `(output index, (operand number, operand index))` pairs that must alias
 /// (`AliasInfo::GetInPlaceInputOutputPairs`).
@@ -121,6 +124,14 @@ pub fn is_elementwise(module: &Module, id: InstrId) -> bool {
     }
 }
 
+/// `HloInstruction::IsElementwiseOnOperand`: elementwise, or a
+/// `dynamic-update-slice` seen from the array it updates (operand 0), which it
+/// reads and writes at the same positions.
+pub fn is_elementwise_on_operand(module: &Module, id: InstrId, operand: usize) -> bool {
+    is_elementwise(module, id)
+        || (module.instr(id).opcode == Opcode::DynamicUpdateSlice && operand == 0)
+}
+
 /// Every transitive use of a fused parameter is elementwise on it or a tuple
 /// (`AreTransitiveUsesElementwiseOrTuple`).
 fn transitive_uses_elementwise(module: &Module, comp: CompId, param: InstrId) -> bool {
@@ -133,7 +144,14 @@ fn transitive_uses_elementwise(module: &Module, comp: CompId, param: InstrId) ->
                 continue;
             }
             let op = &module.instr(user).opcode;
-            if *op != Opcode::Tuple && !is_elementwise(module, user) {
+            let slot = module
+                .instr(user)
+                .operands
+                .iter()
+                .position(|&o| o == current);
+            if *op != Opcode::Tuple
+                && !slot.is_some_and(|k| is_elementwise_on_operand(module, user, k))
+            {
                 return false;
             }
             seen.push(user);
@@ -147,6 +165,7 @@ fn transitive_uses_elementwise(module: &Module, comp: CompId, param: InstrId) ->
 /// (at `operand_index`) when that buffer dies at `user`?
 /// (`HloDataflowAnalysis::CanShareOperandBufferWithUser`, notes §5.7, CPU rules.)
 pub fn can_share_operand_buffer(
+    target: &Target,
     module: &Module,
     operand: InstrId,
     operand_index: &[u64],
@@ -171,16 +190,24 @@ pub fn can_share_operand_buffer(
         .filter(|&(_, &o)| o == operand)
         .map(|(k, _)| k as u64)
         .collect();
-    if operand_shape != user_shape {
-        return false;
-    }
-    let must_alias = in_place_pairs(module, user).iter().any(|p| {
-        p.output_index == output
-            && operand_numbers.contains(&p.operand)
-            && p.operand_index == operand_index
-    });
+    let shapes_equal = operand_shape == user_shape;
+    let must_alias = shapes_equal
+        && in_place_pairs(module, user).iter().any(|p| {
+            p.output_index == output
+                && operand_numbers.contains(&p.operand)
+                && p.operand_index == operand_index
+        });
     if must_alias {
         return true;
+    }
+    // The backend's own rule comes before the generic ones (`AliasInfo::MayAlias`).
+    if target.backend == Backend::Gpu {
+        if let Some(answer) = gpu::may_alias(module, operand, user, output) {
+            return answer;
+        }
+    }
+    if !shapes_equal {
+        return false;
     }
     match &user_instr.opcode {
         Opcode::Fusion => {

@@ -1,0 +1,183 @@
+//! Which compiler made a module, and what that changes for memory.
+//!
+//! XLA's CPU, GPU and TPU backends share the buffer-assignment algorithm but
+//! not its parameters: how big a shape's buffer is (TPU pads to tiles), how
+//! temporaries are aligned, which memory space a buffer lives in, and when an
+//! output may overwrite an operand. [`Target::detect`] reads the backend from
+//! the module text alone (a `compiled.as_text()` has no file name); the one
+//! [`Target`] value then flows into the analysis, and nothing else asks which
+//! backend a module came from.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::hlo::{Module, Shape};
+
+mod tpu;
+
+/// The compiler backends whose dumps hlomem reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Backend {
+    Cpu,
+    Gpu,
+    Tpu,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Cpu => "cpu",
+            Backend::Gpu => "gpu",
+            Backend::Tpu => "tpu",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Backend> {
+        match text.to_ascii_lowercase().as_str() {
+            "cpu" => Some(Backend::Cpu),
+            "gpu" | "cuda" | "rocm" => Some(Backend::Gpu),
+            "tpu" => Some(Backend::Tpu),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What decided the backend, for the report: a user should be able to check it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
+pub enum Evidence {
+    /// `--backend` (or the API's `backend=`) said so.
+    Forced,
+    /// A marker only that backend writes, quoted.
+    Marker(String),
+    /// Nothing in the text tells; CPU rules were used.
+    Assumed,
+}
+
+/// The backend and the rules that follow from it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Target {
+    pub backend: Backend,
+    pub evidence: Evidence,
+}
+
+/// XLA:CPU aligns temporaries to 64 bytes (`EIGEN_MAX_ALIGN_BYTES` of jaxlib's build).
+const CPU_ALIGNMENT: u64 = 64;
+/// XLA:GPU aligns every allocation to 256 bytes (`kXlaAllocatedBufferAlignBytes`).
+const GPU_ALIGNMENT: u64 = 256;
+
+/// Text only one backend writes into an optimized module, most telling first.
+/// TPU layouts are read from the parsed shapes instead (see [`Target::detect`]).
+const MARKERS: &[(Backend, &str)] = &[
+    // GPU: the stream a fusion runs on, the latency-hiding scheduler's names,
+    // cuBLAS/cuDNN/Triton calls (2020 dumps have only these).
+    (Backend::Gpu, "\"operation_queue_id\""),
+    (Backend::Gpu, "custom_call_target=\"__cublas"),
+    (Backend::Gpu, "custom_call_target=\"__cudnn"),
+    (Backend::Gpu, "\"triton_gemm_config\""),
+    (Backend::Gpu, "custom_call_target=\"__triton"),
+    (Backend::Gpu, "custom_call_target=\"__gpu$"),
+    // CPU: the parallel task partitioning of loop fusions, oneDNN calls.
+    (Backend::Cpu, "\"outer_dimension_partitions\""),
+    (Backend::Cpu, "custom_call_target=\"__onednn$"),
+    (Backend::Cpu, "_cpu_callback\""),
+];
+
+impl Target {
+    /// Rules for `backend`, as the user asked.
+    pub fn forced(backend: Backend) -> Target {
+        Target {
+            backend,
+            evidence: Evidence::Forced,
+        }
+    }
+
+    /// Reads the backend from what the module text holds: tiled layouts
+    /// (`{1,0:T(8,128)}`) are TPU's; GPU and CPU leave their names in
+    /// `backend_config` keys and custom-call targets. A module with none of
+    /// these (a lone `add` from a 2020 GPU dump) gets CPU rules, and says so.
+    pub fn detect(module: &Module) -> Target {
+        if let Some(shape) = module
+            .header
+            .entry_layout
+            .iter()
+            .flat_map(|p| p.parameters.iter().chain(std::iter::once(&p.result)))
+            .chain(module.instructions.iter().map(|i| &*i.shape))
+            .find(|s| has_tiles(s))
+        {
+            return Target {
+                backend: Backend::Tpu,
+                evidence: Evidence::Marker(format!("tiled layout {shape}")),
+            };
+        }
+        for &(backend, marker) in MARKERS {
+            if module.text.contains(marker) {
+                return Target {
+                    backend,
+                    evidence: Evidence::Marker(marker.to_string()),
+                };
+            }
+        }
+        Target {
+            backend: Backend::Cpu,
+            evidence: Evidence::Assumed,
+        }
+    }
+
+    /// `forced` when given, else what the text says.
+    pub fn resolve(module: &Module, forced: Option<Backend>) -> Target {
+        forced.map_or_else(|| Target::detect(module), Target::forced)
+    }
+
+    /// Alignment of the chunks in a temporary block and of the temporary
+    /// allocations combined into it.
+    pub fn heap_alignment(&self) -> u64 {
+        match self.backend {
+            Backend::Cpu => CPU_ALIGNMENT,
+            Backend::Gpu => GPU_ALIGNMENT,
+            Backend::Tpu => tpu::HEAP_ALIGNMENT,
+        }
+    }
+
+    /// Bytes the backend allocates for the top-level buffer of `shape` (a
+    /// tuple's index table, not its elements).
+    pub fn buffer_size(&self, shape: &Shape) -> u64 {
+        match self.backend {
+            Backend::Tpu => tpu::buffer_size(shape),
+            Backend::Cpu | Backend::Gpu => shape.byte_size(),
+        }
+    }
+
+    /// The memory space (XLA's buffer "color") a buffer of this shape lives in.
+    pub fn memory_space(&self, shape: &Shape) -> u64 {
+        match (self.backend, shape) {
+            (Backend::Tpu, Shape::Array(a)) => a.layout.as_ref().map_or(0, |l| l.memory_space),
+            _ => 0,
+        }
+    }
+
+    /// The name XLA's memory-usage report gives a memory space.
+    pub fn space_name(&self, color: u64) -> String {
+        match (self.backend, color) {
+            (_, 0) => "default".into(),
+            (Backend::Tpu, c) => tpu::space_name(c),
+            (_, c) => format!("color {c}"),
+        }
+    }
+}
+
+fn has_tiles(shape: &Shape) -> bool {
+    match shape {
+        Shape::Array(a) => a.layout.as_ref().is_some_and(|l| !l.tiles.is_empty()),
+        Shape::Tuple(elements) => elements.iter().any(has_tiles),
+        Shape::Buffer(inner) => has_tiles(inner),
+    }
+}
