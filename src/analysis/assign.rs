@@ -327,6 +327,7 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
 /// overlapping anything already there (`MaybeAssignBuffer`). XLA tries the
 /// allocation of an operand that `b` may overwrite first, then the others from
 /// the most recently created (the smallest, as buffers come biggest first).
+#[allow(clippy::too_many_arguments)]
 fn find_reusable(
     target: &Target,
     module: &Module,

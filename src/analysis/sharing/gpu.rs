@@ -29,7 +29,7 @@ pub fn may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[u64
                 user_instr.operands.get(2) == Some(&operand)
                     && module
                         .attribute(user, "backend_config")
-                        .is_some_and(|c| has_nonzero_beta(c))
+                        .is_some_and(has_nonzero_beta)
             } else if target == "__cusolver$cholesky" {
                 output.len() == 1 && output[0] == 0
             } else {
