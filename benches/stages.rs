@@ -59,11 +59,12 @@ fn stages(c: &mut Criterion) {
         let bytes = text.len() as u64;
         let module = hlomem::parse_text(&path, text.clone()).expect("parses");
         let aliases = &module.header.input_output_alias;
+        let target = hlomem::target::Target::detect(&module);
         let graph = ModuleGraph::build(&module);
         let schedule = Schedule::build(&module, &graph);
-        let dataflow = Dataflow::build(&module, &graph, aliases);
+        let dataflow = Dataflow::build(&module, &graph, aliases, &target);
         let ranges = liveness::live_ranges(&module, aliases, &dataflow, &schedule);
-        let model = analysis::analyze(&module);
+        let model = analysis::analyze(&module, &target);
         let report = hlomem::Report {
             modules: vec![hlomem::report::ModuleReport::build(&module, &model)],
             errors: Vec::new(),
@@ -79,20 +80,17 @@ fn stages(c: &mut Criterion) {
             b.iter(|| {
                 let graph = ModuleGraph::build(&module);
                 let schedule = Schedule::build(&module, &graph);
-                (Dataflow::build(&module, &graph, aliases), schedule)
+                (Dataflow::build(&module, &graph, aliases, &target), schedule)
             })
         });
         group.bench_function(BenchmarkId::from_parameter("live-ranges"), |b| {
             b.iter(|| liveness::live_ranges(&module, aliases, &dataflow, &schedule))
         });
         group.bench_function(BenchmarkId::from_parameter("assignment+heap"), |b| {
-            b.iter(|| {
-                let alignment = analysis::alignment_for(&module);
-                assign::assign(&module, aliases, &graph, &dataflow, &ranges, alignment)
-            })
+            b.iter(|| assign::assign(&module, aliases, &graph, &dataflow, &ranges, &target))
         });
         group.bench_function(BenchmarkId::from_parameter("whole-accounting"), |b| {
-            b.iter(|| analysis::analyze(&module))
+            b.iter(|| analysis::analyze(&module, &target))
         });
         group.bench_function(BenchmarkId::from_parameter("findings"), |b| {
             b.iter(|| hlomem::findings::run(&module, &model))
