@@ -34,6 +34,8 @@ pub enum AllocationKind {
 #[derive(Debug, Clone)]
 pub struct Allocation {
     pub kind: AllocationKind,
+    /// The memory space (XLA's "color"): 0 is device memory; TPU has others.
+    pub color: u64,
     pub size: u64,
     pub maybe_live_out: bool,
     pub buffers: Vec<BufferId>,
@@ -62,7 +64,6 @@ pub fn assign(
     ranges: &[Option<LiveRange>],
     target: &Target,
 ) -> Assignment {
-    let alignment = target.heap_alignment();
     let entry_root = module.entry_root();
     let live_out: Vec<bool> = dataflow
         .buffers
@@ -79,6 +80,21 @@ pub fn assign(
     let comp_kind =
         |v: ValueId| graph.kind(module.instr(dataflow.values[v.index()].instr).computation);
 
+    // A buffer lives in the memory space its layout names (`S(1)`: TPU VMEM).
+    let color_of: Vec<u64> = dataflow
+        .buffers
+        .iter()
+        .map(|b| {
+            b.values.first().map_or(0, |v| {
+                let value = &dataflow.values[v.index()];
+                module
+                    .instr(value.instr)
+                    .shape
+                    .subshape(&value.index)
+                    .map_or(0, |s| target.memory_space(s))
+            })
+        })
+        .collect();
     let mut allocations: Vec<Allocation> = Vec::new();
     let mut allocation_of: Vec<Option<usize>> = vec![None; dataflow.buffers.len()];
 
@@ -126,6 +142,7 @@ pub fn assign(
             add_allocation(
                 &mut allocations,
                 &mut allocation_of,
+                color_of[b.index()],
                 AllocationKind::Constant,
                 buffer.size,
                 lo,
@@ -142,6 +159,7 @@ pub fn assign(
             add_allocation(
                 &mut allocations,
                 &mut allocation_of,
+                color_of[b.index()],
                 AllocationKind::Parameter { number, aliased },
                 buffer.size,
                 lo,
@@ -162,6 +180,7 @@ pub fn assign(
             add_allocation(
                 &mut allocations,
                 &mut allocation_of,
+                color_of[b.index()],
                 AllocationKind::Output,
                 buffer.size,
                 lo,
@@ -177,7 +196,7 @@ pub fn assign(
             ranges,
             &allocations,
             &allocation_of,
-            b,
+            (b, color_of[b.index()]),
             lo,
         ) {
             allocations[a].buffers.push(b);
@@ -191,6 +210,7 @@ pub fn assign(
         add_allocation(
             &mut allocations,
             &mut allocation_of,
+            color_of[b.index()],
             AllocationKind::Output,
             buffer.size,
             true,
@@ -199,22 +219,35 @@ pub fn assign(
         );
     }
 
-    let heap = heap::simulate(module, dataflow, ranges, &delayed, target);
-    if !delayed.is_empty() {
+    // Each memory space is packed on its own, into a temporary block of its own.
+    let mut colors: Vec<u64> = delayed.iter().map(|b| color_of[b.index()]).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    let mut heap = HeapResult::default();
+    for color in colors {
+        let in_color: Vec<BufferId> = delayed
+            .iter()
+            .copied()
+            .filter(|b| color_of[b.index()] == color)
+            .collect();
+        let packed = heap::simulate(module, dataflow, ranges, &in_color, target, color);
         allocations.push(Allocation {
             kind: AllocationKind::Temp,
-            size: heap.heap_size,
+            color,
+            size: packed.heap_size,
             maybe_live_out: false,
-            buffers: delayed.clone(),
+            buffers: in_color,
             temp_tuple: false,
             reusable: false,
         });
+        heap.absorb(packed);
     }
     for b in thread_local {
         let size = dataflow.buffers[b.index()].size;
         add_allocation(
             &mut allocations,
             &mut allocation_of,
+            color_of[b.index()],
             AllocationKind::ThreadLocal,
             size,
             false,
@@ -222,7 +255,7 @@ pub fn assign(
             false,
         );
     }
-    combine_temp_allocations(&mut allocations, alignment);
+    combine_temp_allocations(&mut allocations, target);
     let mut allocation_of = vec![None; dataflow.buffers.len()];
     for (i, a) in allocations.iter().enumerate() {
         for b in &a.buffers {
@@ -243,6 +276,7 @@ pub fn assign(
 fn add_allocation(
     allocations: &mut Vec<Allocation>,
     allocation_of: &mut [Option<usize>],
+    color: u64,
     kind: AllocationKind,
     size: u64,
     maybe_live_out: bool,
@@ -256,6 +290,7 @@ fn add_allocation(
     };
     allocations.push(Allocation {
         kind,
+        color,
         size,
         maybe_live_out,
         buffers: vec![b],
@@ -269,7 +304,7 @@ fn add_allocation(
 /// to the end and concatenates them, each at the next aligned offset
 /// (`CombineTempAllocations`). XLA moves them with `std::partition`, which is
 /// not stable; its libstdc++ swaps decide the order, and so the padding.
-fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
+fn combine_temp_allocations(allocations: &mut Vec<Allocation>, target: &Target) {
     let is_temp = |a: &Allocation| a.temp_tuple || a.kind == AllocationKind::Temp;
     let (mut first, mut last) = (0usize, allocations.len());
     'partition: loop {
@@ -298,11 +333,12 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
         first += 1;
     }
     let temps: Vec<Allocation> = allocations.drain(first..).collect();
-    let mut combined: Option<Allocation> = None;
+    // One combined block per memory space, in the order each space first appears.
+    let mut combined: Vec<Allocation> = Vec::new();
     for temp in temps {
-        match &mut combined {
+        match combined.iter_mut().find(|c| c.color == temp.color) {
             None => {
-                combined = Some(Allocation {
+                combined.push(Allocation {
                     kind: AllocationKind::Temp,
                     temp_tuple: false,
                     reusable: false,
@@ -310,6 +346,7 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, alignment: u64) {
                 });
             }
             Some(c) => {
+                let alignment = target.heap_alignment(c.color);
                 let base = if alignment > 1 {
                     c.size.div_ceil(alignment).saturating_mul(alignment)
                 } else {
@@ -335,12 +372,13 @@ fn find_reusable(
     ranges: &[Option<LiveRange>],
     allocations: &[Allocation],
     allocation_of: &[Option<usize>],
-    b: BufferId,
+    (b, color): (BufferId, u64),
     live_out: bool,
 ) -> Option<usize> {
     let buffer = &dataflow.buffers[b.index()];
     let fits = |a: &Allocation| {
         a.reusable
+            && a.color == color
             && if live_out {
                 a.size == buffer.size
             } else {

@@ -152,6 +152,46 @@ impl Builder<'_> {
         id
     }
 
+    /// Defines an instruction's values, except that async-style starts keep
+    /// their operands' own values in one slot ({0}; copy-start: {1}): the
+    /// operands stay live until the matching done.
+    fn define_with_operand_slot(&mut self, id: InstrId) -> Vec<ValueId> {
+        let module = self.module;
+        let instr = module.instr(id);
+        let slot = match instr.opcode {
+            Opcode::CopyStart => Some(1),
+            Opcode::AsyncStart
+            | Opcode::AllGatherStart
+            | Opcode::CollectivePermuteStart
+            | Opcode::Send => Some(0),
+            _ => None,
+        };
+        let Some(range) = slot.and_then(|s| child_range(&instr.shape, s)) else {
+            return self.define_all(id, false);
+        };
+        let operands: Vec<ValueId> = (0..instr.operands.len())
+            .flat_map(|k| self.operand_values(id, k))
+            .collect();
+        // One operand fills the slot directly; several fill a tuple below it,
+        // whose own table the start defines.
+        let table_defined = operands.len() + 1 == range.len() && instr.operands.len() > 1;
+        if operands.len() + usize::from(table_defined) != range.len() {
+            return self.define_all(id, false);
+        }
+        let nodes = instr.shape.nodes();
+        let mut values = Vec::with_capacity(nodes.len());
+        let mut forwarded = operands.into_iter();
+        for (node, (index, sub)) in nodes.into_iter().enumerate() {
+            let keep_operand =
+                range.contains(&node) && !(table_defined && node == range.start);
+            match keep_operand.then(|| forwarded.next()).flatten() {
+                Some(v) => values.push(v),
+                None => values.push(self.define(id, node, index, sub, false)),
+            }
+        }
+        values
+    }
+
     fn define_all(&mut self, instr: InstrId, is_phi: bool) -> Vec<ValueId> {
         let shape = &self.module.instr(instr).shape;
         shape
@@ -256,34 +296,10 @@ impl Builder<'_> {
             }
             _ => None,
         };
-        let mut values = forwarded.unwrap_or_else(|| self.define_all(id, false));
-        // Async-style starts keep their operands in slot {0} (copy-start: {1}).
-        let operand_slot = match instr.opcode {
-            Opcode::CopyStart => Some(1),
-            Opcode::AsyncStart
-            | Opcode::AllGatherStart
-            | Opcode::CollectivePermuteStart
-            | Opcode::Send => Some(0),
-            _ => None,
+        let values = match forwarded {
+            Some(values) => values,
+            None => self.define_with_operand_slot(id),
         };
-        if let Some(slot) = operand_slot {
-            if let Some(range) = child_range(&instr.shape, slot) {
-                let operands: Vec<ValueId> = (0..instr.operands.len())
-                    .flat_map(|k| self.operand_values(id, k))
-                    .collect();
-                // One operand fills the slot directly; several fill a tuple below it.
-                let operands = if operands.len() + 1 == range.len() && instr.operands.len() > 1 {
-                    let mut v = vec![values[range.start]];
-                    v.extend(operands);
-                    v
-                } else {
-                    operands
-                };
-                if operands.len() == range.len() {
-                    values.splice(range, operands);
-                }
-            }
-        }
         for pair in sharing::in_place_pairs(module, id) {
             let (Some(out_node), Some(&operand_instr)) = (
                 node_of(&instr.shape, &pair.output_index),

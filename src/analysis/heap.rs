@@ -33,6 +33,16 @@ pub struct HeapResult {
     pub peak_live: u64,
 }
 
+impl HeapResult {
+    /// Adds another memory space's packing: chunks stay sorted by value.
+    pub fn absorb(&mut self, other: HeapResult) {
+        self.heap_size = self.heap_size.max(other.heap_size);
+        self.peak_live = self.peak_live.saturating_add(other.peak_live);
+        self.chunks.extend(other.chunks);
+        self.chunks.sort_by_key(|(v, _)| *v);
+    }
+}
+
 /// One allocation unit: a value and the values placed with it (its buffer's
 /// later values, and values that took over its chunk when it died).
 struct Group {
@@ -68,8 +78,9 @@ pub fn simulate(
     ranges: &[Option<LiveRange>],
     buffers: &[BufferId],
     target: &Target,
+    color: u64,
 ) -> HeapResult {
-    let alignment = target.heap_alignment();
+    let alignment = target.heap_alignment(color);
     let simulated: HashSet<BufferId> = buffers.iter().copied().collect();
     let mut values: Vec<ValueId> = buffers
         .iter()
@@ -209,6 +220,13 @@ pub fn simulate(
             .map(|v| (v, Chunk { offset: 0, size: 0 })),
     );
     chunks.sort_by_key(|(v, _)| *v);
+    if std::env::var_os("HLOMEM_DBG_CHUNKS").is_some() {
+        for (v, c) in &chunks {
+            let value = &dataflow.values[v.index()];
+            let r = ranges[v.index()].expect("simulated");
+            eprintln!("chunk {} {:?} {} {} {}-{}", module.instr(value.instr).name, value.index, c.offset, c.size, r.start, r.end);
+        }
+    }
     HeapResult {
         heap_size,
         chunks,

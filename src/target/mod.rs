@@ -16,6 +16,8 @@ use crate::hlo::{Module, Shape};
 
 mod tpu;
 
+pub use tpu::TpuVersion;
+
 /// The compiler backends whose dumps hlomem reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -67,6 +69,10 @@ pub enum Evidence {
 pub struct Target {
     pub backend: Backend,
     pub evidence: Evidence,
+    /// The TPU chip, which sizes tuple tables; `None` off TPU, or when
+    /// neither the dump nor the user says (v5e's rules are used then).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpu_version: Option<TpuVersion>,
 }
 
 /// XLA:CPU aligns temporaries to 64 bytes (`EIGEN_MAX_ALIGN_BYTES` of jaxlib's build).
@@ -97,6 +103,7 @@ impl Target {
         Target {
             backend,
             evidence: Evidence::Forced,
+            tpu_version: None,
         }
     }
 
@@ -116,6 +123,7 @@ impl Target {
             return Target {
                 backend: Backend::Tpu,
                 evidence: Evidence::Marker(format!("tiled layout {shape}")),
+                tpu_version: None,
             };
         }
         for &(backend, marker) in MARKERS {
@@ -123,13 +131,23 @@ impl Target {
                 return Target {
                     backend,
                     evidence: Evidence::Marker(marker.to_string()),
+                    tpu_version: None,
                 };
             }
         }
         Target {
             backend: Backend::Cpu,
             evidence: Evidence::Assumed,
+            tpu_version: None,
         }
+    }
+
+    /// The TPU chip, when known (a dump's `*.target_arguments.txt`, or the user).
+    pub fn with_tpu_version(mut self, version: Option<TpuVersion>) -> Target {
+        if self.backend == Backend::Tpu {
+            self.tpu_version = version.or(self.tpu_version);
+        }
+        self
     }
 
     /// `forced` when given, else what the text says.
@@ -137,13 +155,13 @@ impl Target {
         forced.map_or_else(|| Target::detect(module), Target::forced)
     }
 
-    /// Alignment of the chunks in a temporary block and of the temporary
-    /// allocations combined into it.
-    pub fn heap_alignment(&self) -> u64 {
+    /// Alignment of the chunks in a memory space's temporary block and of the
+    /// temporary allocations combined into it.
+    pub fn heap_alignment(&self, color: u64) -> u64 {
         match self.backend {
             Backend::Cpu => CPU_ALIGNMENT,
             Backend::Gpu => GPU_ALIGNMENT,
-            Backend::Tpu => tpu::HEAP_ALIGNMENT,
+            Backend::Tpu => tpu::heap_alignment(color),
         }
     }
 
@@ -151,7 +169,9 @@ impl Target {
     /// tuple's index table, not its elements).
     pub fn buffer_size(&self, shape: &Shape) -> u64 {
         match self.backend {
-            Backend::Tpu => tpu::buffer_size(shape),
+            Backend::Tpu => {
+                tpu::buffer_size(shape, self.tpu_version.unwrap_or(tpu::DEFAULT_VERSION))
+            }
             Backend::Cpu | Backend::Gpu => shape.byte_size(),
         }
     }

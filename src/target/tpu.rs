@@ -1,24 +1,93 @@
-//! TPU buffer sizes and memory spaces.
+//! TPU buffer sizes and memory spaces (XLA's TPU shape-size function, read
+//! off libtpu's buffer-assignment reports: every value of the shared TPU dumps
+//! is sized by these rules).
 //!
-//! A TPU array is stored in tiles: `f32[1000,1000]{1,0:T(8,128)}` pads its two
-//! minor-most dimensions (in layout order) up to multiples of 8 and 128, so it
-//! takes 1000 × 1024 × 4 = 4,096,000 bytes, not 4,000,000. Later tiles
-//! (`(2,1)` in `T(8,128)(2,1)`) subdivide the first and add no padding of
-//! their own when they divide it.
+//! - A tiled array is stored in whole tiles: `f32[1000,1000]{1,0:T(8,128)}`
+//!   pads its two minor-most dimensions (in layout order) up to 8 and 128, so
+//!   it takes 1000 × 1024 × 4 = 4,096,000 bytes. Each further tile (`(2,1)` in
+//!   `T(8,128)(2,1)`) tiles the previous one. A scalar is a shape of leading
+//!   1s, so `f32[]{:T(128)}` holds 128 elements: 512 bytes.
+//! - An untiled array outside SMEM is padded to 1024 elements (`s32[]` takes
+//!   4096 bytes, `pred[]` 1024); in SMEM (`S(2)`) it takes its plain size.
+//! - A tuple's index table is 4 bytes an element, rounded up to a granule
+//!   that depends on the chip: 512 bytes on v5e, 32 on v6e.
+
+use serde::Serialize;
 
 use crate::hlo::{ArrayShape, ElementType, Shape};
 
-/// Alignment of chunks in a TPU temporary block.
-pub const HEAP_ALIGNMENT: u64 = 512;
+/// The TPU generations whose rules differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TpuVersion {
+    V4,
+    V5e,
+    V5p,
+    V6e,
+}
 
-/// Bytes of a tuple's index table on TPU.
-const TUPLE_TABLE_BYTES: u64 = 512;
+impl TpuVersion {
+    /// From `tpu_topology_args { version: TPU_VERSION_... }` of a dump's
+    /// `*.target_arguments.txt`, or a user's `v6e`.
+    pub fn parse(text: &str) -> Option<TpuVersion> {
+        let t = text.trim().to_ascii_lowercase();
+        let t = t.trim_start_matches("tpu_version_").trim_start_matches("tpu-");
+        match t {
+            "v4" | "pufferfish" => Some(TpuVersion::V4),
+            "v5e" | "v5litepod" | "viperfish" | "viperlite" => Some(TpuVersion::V5e),
+            "v5p" | "viperfish_pod" => Some(TpuVersion::V5p),
+            "v6e" | "ghostlite" | "trillium" => Some(TpuVersion::V6e),
+            _ => None,
+        }
+    }
 
-pub fn buffer_size(shape: &Shape) -> u64 {
+    /// Reads the chip from the text of a dump's `*.target_arguments.txt`.
+    pub fn from_target_arguments(text: &str) -> Option<TpuVersion> {
+        let at = text.find("version: TPU_VERSION_")?;
+        let word: String = text[at + "version: ".len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        TpuVersion::parse(&word)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TpuVersion::V4 => "v4",
+            TpuVersion::V5e => "v5e",
+            TpuVersion::V5p => "v5p",
+            TpuVersion::V6e => "v6e",
+        }
+    }
+
+    /// Bytes a tuple index table is rounded up to.
+    fn tuple_granule(self) -> u64 {
+        match self {
+            TpuVersion::V6e => 32,
+            TpuVersion::V4 | TpuVersion::V5e | TpuVersion::V5p => 512,
+        }
+    }
+}
+
+/// The chip assumed when neither the dump nor the user names one.
+pub const DEFAULT_VERSION: TpuVersion = TpuVersion::V5e;
+
+/// Bytes of one tuple index entry.
+const TUPLE_ENTRY_BYTES: u64 = 4;
+/// Untiled arrays outside SMEM hold at least this many elements.
+const UNTILED_MIN_ELEMENTS: u64 = 1024;
+/// Scalar memory: untiled arrays take their plain size there.
+const SMEM: u64 = 2;
+
+pub fn buffer_size(shape: &Shape, version: TpuVersion) -> u64 {
     match shape {
         Shape::Array(a) => array_size(a).unwrap_or(u64::MAX),
-        Shape::Tuple(_) => TUPLE_TABLE_BYTES,
-        Shape::Buffer(inner) => buffer_size(inner),
+        Shape::Tuple(elements) => {
+            let granule = version.tuple_granule();
+            let entries = (elements.len() as u64).max(1) * TUPLE_ENTRY_BYTES;
+            entries.div_ceil(granule) * granule
+        }
+        Shape::Buffer(inner) => buffer_size(inner, version),
     }
 }
 
@@ -26,35 +95,68 @@ fn array_size(a: &ArrayShape) -> Option<u64> {
     if a.element == ElementType::Token {
         return Some(0);
     }
-    let Some(layout) = a.layout.as_ref().filter(|l| !l.tiles.is_empty()) else {
-        return Some(Shape::Array(a.clone()).byte_size());
-    };
-    // Dimensions in physical order, most major first.
-    let mut physical: Vec<u64> = layout
-        .minor_to_major
-        .iter()
-        .rev()
-        .map(|&d| a.dims.get(d as usize).map_or(1, |d| d.extent()))
-        .collect();
-    let tile = &layout.tiles[0];
-    // A tile of more dimensions than the shape pads the missing major ones as 1.
-    while physical.len() < tile.len() {
-        physical.insert(0, 1);
-    }
-    let offset = physical.len() - tile.len();
-    for (i, t) in tile.iter().enumerate() {
-        if let Some(t) = t.filter(|&t| t > 0) {
-            let d = &mut physical[offset + i];
-            *d = d.div_ceil(t).checked_mul(t)?;
-        }
-    }
-    let elements = physical
-        .iter()
-        .try_fold(1u64, |acc, &d| acc.checked_mul(d))?;
+    let layout = a.layout.as_ref();
     let bits = layout
-        .element_size_bits
+        .and_then(|l| l.element_size_bits)
         .unwrap_or_else(|| a.element.bit_width());
-    elements.checked_mul(bits).map(|b| b.div_ceil(8))
+    let elements = match layout.filter(|l| !l.tiles.is_empty()) {
+        Some(layout) => {
+            // Dimensions in physical order, most major first; each tile level
+            // tiles the minor dimensions of the level before.
+            let mut dims: Vec<u64> = layout
+                .minor_to_major
+                .iter()
+                .rev()
+                .map(|&d| a.dims.get(d as usize).map_or(1, |d| d.extent()))
+                .collect();
+            for tile in &layout.tiles {
+                while dims.len() < tile.len() {
+                    dims.insert(0, 1);
+                }
+                let split = dims.len() - tile.len();
+                let mut tiled: Vec<u64> = dims[..split].to_vec();
+                let mut inner = Vec::with_capacity(tile.len());
+                for (&d, t) in dims[split..].iter().zip(tile) {
+                    match t.filter(|&t| t > 0) {
+                        Some(t) => {
+                            tiled.push(d.div_ceil(t));
+                            inner.push(t);
+                        }
+                        // `*` combines: the dimension stays whole.
+                        None => {
+                            tiled.push(1);
+                            inner.push(d);
+                        }
+                    }
+                }
+                tiled.extend(inner);
+                dims = tiled;
+            }
+            dims.iter().try_fold(1u64, |acc, &d| acc.checked_mul(d))?
+        }
+        None => {
+            let n = a.element_count()?;
+            if layout.map_or(0, |l| l.memory_space) == SMEM {
+                n
+            } else {
+                n.max(UNTILED_MIN_ELEMENTS)
+            }
+        }
+    };
+    let data = elements.checked_mul(bits)?.div_ceil(8);
+    // Dynamic arrays carry their dimension sizes, as on every backend.
+    let metadata = if a.is_dynamic() { 4 * a.dims.len() as u64 } else { 0 };
+    data.checked_add(metadata)
+}
+
+/// Alignment of chunks in each memory space's temporary block.
+pub fn heap_alignment(color: u64) -> u64 {
+    match color {
+        0 => 16384,
+        1 => 4096,
+        SMEM => 4,
+        _ => 512,
+    }
 }
 
 /// Memory spaces as XLA's TPU memory-usage report names them.
@@ -62,7 +164,7 @@ pub fn space_name(color: u64) -> String {
     match color {
         0 => "default".into(),
         1 => "vmem".into(),
-        2 => "smem".into(),
-        c => format!("color {c}"),
+        SMEM => "smem".into(),
+        c => format!("color_{c}"),
     }
 }
