@@ -22,6 +22,16 @@ enum Stage {
     After,
 }
 
+/// A file XLA wrote beside an after-optimizations module, such as
+/// `module_0000.jit_f.cl_1.target_arguments.txt` beside
+/// `module_0000.jit_f.cl_1.after_optimizations.txt`, if it is there.
+pub fn sibling(module: &Path, suffix: &str) -> Option<PathBuf> {
+    let name = module.file_name()?.to_str()?;
+    let head = name.strip_suffix("after_optimizations.txt")?;
+    let path = module.with_file_name(format!("{head}{suffix}"));
+    path.is_file().then_some(path)
+}
+
 /// The module key and stage of a dump file name, or `None` for files that are
 /// not HLO modules (XLA's reports, `.debug_options`, `.ll`, ...).
 fn classify(name: &str) -> Option<(String, Stage)> {

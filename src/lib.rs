@@ -43,6 +43,8 @@ pub struct AnalyzeOptions {
     pub verify: bool,
     /// Apply this backend's rules instead of the one the module text shows.
     pub backend: Option<target::Backend>,
+    /// The TPU chip, when the dump does not name it (`target_arguments.txt`).
+    pub tpu_version: Option<target::TpuVersion>,
 }
 
 /// The HLO files to analyze: files as given, and for a folder one file per
@@ -105,7 +107,12 @@ fn analyze_one(
     options: AnalyzeOptions,
 ) -> Result<report::ModuleReport, Error> {
     let module = load_module(&input.path)?;
-    let target = target::Target::resolve(&module, options.backend);
+    // The dump names the TPU chip beside the module; the HLO text does not.
+    let tpu_version = options.tpu_version.or_else(|| {
+        let arguments = inputs::sibling(&input.path, "target_arguments.txt")?;
+        target::TpuVersion::from_target_arguments(&std::fs::read_to_string(arguments).ok()?)
+    });
+    let target = target::Target::resolve(&module, options.backend).with_tpu_version(tpu_version);
     let model = analysis::analyze(&module, &target);
     let mut summary = report::ModuleReport::build(&module, &model);
     summary.key = input.key.clone();

@@ -174,16 +174,47 @@ impl Builder<'_> {
             .collect();
         // One operand fills the slot directly; several fill a tuple below it,
         // whose own table the start defines.
-        let table_defined = operands.len() + 1 == range.len() && instr.operands.len() > 1;
+        let table_defined = slot
+            .and_then(|s| instr.shape.tuple_elements().get(s))
+            .is_some_and(|s| s.is_tuple());
         if operands.len() + usize::from(table_defined) != range.len() {
             return self.define_all(id, false);
         }
+        // An async-start's result slot {1} is the wrapped computation's root
+        // value, live until the done (`HloDataflowAnalysis` async rules).
+        let result = match (instr.opcode.clone(), child_range(&instr.shape, 1)) {
+            (Opcode::AsyncStart, Some(result_range)) => {
+                match called(module, id, CallRole::Calls)
+                    .filter(|c| self.graph.kind(*c) == CompKind::Global)
+                {
+                    Some(callee) => {
+                        let args = (0..instr.operands.len())
+                            .map(|k| self.operand_values(id, k))
+                            .collect();
+                        self.evaluate(callee, Some(args));
+                        let root = self.value_of[module.comp(callee).root.index()].clone();
+                        (root.len() == result_range.len()).then_some((result_range, root))
+                    }
+                    None => None,
+                }
+            }
+            _ => None,
+        };
         let nodes = instr.shape.nodes();
         let mut values = Vec::with_capacity(nodes.len());
         let mut forwarded = operands.into_iter();
+        let mut from_callee = result.as_ref().map(|(_, root)| root.iter().copied());
         for (node, (index, sub)) in nodes.into_iter().enumerate() {
             let keep_operand =
                 range.contains(&node) && !(table_defined && node == range.start);
+            let callee_value = result
+                .as_ref()
+                .filter(|(r, _)| r.contains(&node))
+                .and_then(|_| from_callee.as_mut()?.next());
+            if let Some(v) = callee_value {
+                values.push(v);
+                continue;
+            }
             match keep_operand.then(|| forwarded.next()).flatten() {
                 Some(v) => values.push(v),
                 None => values.push(self.define(id, node, index, sub, false)),

@@ -64,6 +64,7 @@ pub fn load(
         AnalyzeOptions {
             verify,
             backend: selection.backend.map(Into::into),
+            tpu_version: selection.tpu.map(Into::into),
         },
         &done,
     );

@@ -54,6 +54,30 @@ pub struct Selection {
     /// custom calls; a module with no sign of either gets CPU rules).
     #[arg(long, value_enum, value_name = "BACKEND")]
     backend: Option<BackendArg>,
+    /// The TPU chip, which sizes tuple tables, when the dump folder does not name it
+    /// (its `*.target_arguments.txt`); v5e's rules are used when neither says.
+    #[arg(long, value_enum, value_name = "CHIP")]
+    tpu: Option<TpuArg>,
+}
+
+/// `--tpu`: clap's view of [`hlomem::target::TpuVersion`].
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum TpuArg {
+    V4,
+    V5e,
+    V5p,
+    V6e,
+}
+
+impl From<TpuArg> for hlomem::target::TpuVersion {
+    fn from(t: TpuArg) -> Self {
+        match t {
+            TpuArg::V4 => hlomem::target::TpuVersion::V4,
+            TpuArg::V5e => hlomem::target::TpuVersion::V5e,
+            TpuArg::V5p => hlomem::target::TpuVersion::V5p,
+            TpuArg::V6e => hlomem::target::TpuVersion::V6e,
+        }
+    }
 }
 
 /// `--backend`: clap's view of [`hlomem::target::Backend`].
