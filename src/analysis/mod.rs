@@ -37,7 +37,7 @@ pub struct MemoryModel {
 
 /// XLA's figures: `compiled.memory_analysis()` and the buffer assignment's
 /// "Total bytes used".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Totals {
     /// Entry parameters' allocations (`argument_size_in_bytes`).
     pub argument_bytes: u64,
@@ -51,6 +51,24 @@ pub struct Totals {
     pub total_bytes: u64,
     /// Most bytes live at one moment, each buffer counted once.
     pub live_peak_bytes: u64,
+    /// The allocations of each memory space ("color"), default (device
+    /// memory) first. On TPU, what must fit in HBM is the default space.
+    pub by_space: Vec<SpaceBytes>,
+    /// `false` when a space whose placement XLA decides outside the buffer
+    /// assignment (TPU VMEM and the other on-chip spaces, placed by memory-space
+    /// assignment) adds to `total_bytes`: that total is then hlomem's estimate.
+    pub total_exact: bool,
+}
+
+/// One memory space's share of the allocations.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SpaceBytes {
+    pub color: u64,
+    /// As XLA's memory-usage report names it (`default`, `vmem`, `smem`, ...).
+    pub name: String,
+    pub bytes: u64,
+    /// XLA's own number (`true`), or hlomem's packing of the same buffers.
+    pub exact: bool,
 }
 
 /// The moment of the live peak and what is live then.
@@ -109,9 +127,26 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
     let dataflow = Dataflow::build(module, &graph, aliases, target);
     let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule);
     let assignment = assign::assign(module, aliases, &graph, &dataflow, &ranges, target);
-    let mut totals = Totals::default();
+    let mut totals = Totals {
+        by_space: vec![SpaceBytes {
+            color: 0,
+            name: target.space_name(0),
+            bytes: 0,
+            exact: true,
+        }],
+        ..Totals::default()
+    };
     for a in &assignment.allocations {
         totals.total_bytes = totals.total_bytes.saturating_add(a.size);
+        match totals.by_space.iter_mut().find(|s| s.color == a.color) {
+            Some(space) => space.bytes = space.bytes.saturating_add(a.size),
+            None => totals.by_space.push(SpaceBytes {
+                color: a.color,
+                name: target.space_name(a.color),
+                bytes: a.size,
+                exact: target.space_is_exact(a.color),
+            }),
+        }
         match a.kind {
             AllocationKind::Parameter { aliased, .. } => {
                 totals.argument_bytes = totals.argument_bytes.saturating_add(a.size);
@@ -126,6 +161,8 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
             totals.output_bytes = totals.output_bytes.saturating_add(a.size);
         }
     }
+    totals.by_space.sort_by_key(|s| s.color);
+    totals.total_exact = totals.by_space.iter().all(|s| s.exact || s.bytes == 0);
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak
         .timeline

@@ -104,7 +104,7 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
     Ok(DumpLinks {
         module: module.name.clone(),
         file: module.path.display().to_string(),
-        memory: model.totals,
+        memory: model.totals.clone(),
         buffers,
         donation_candidates: crate::findings::donation_candidates(&module, &model),
     })

@@ -294,7 +294,7 @@ impl ModuleReport {
             output_bytes: result.total_byte_size(),
             parameters,
             outputs,
-            memory: model.totals,
+            memory: model.totals.clone(),
             timeline: TimelineReport::build(module, model),
             peak: PeakReport {
                 time: model.peak.time,

@@ -184,6 +184,13 @@ impl Target {
         }
     }
 
+    /// Whether XLA's buffer assignment itself places this space's buffers, so
+    /// that hlomem's replay gives XLA's number. TPU's on-chip spaces are placed
+    /// earlier, by memory-space assignment, at offsets the HLO text does not show.
+    pub fn space_is_exact(&self, color: u64) -> bool {
+        color == 0 || self.backend != Backend::Tpu
+    }
+
     /// The name XLA's memory-usage report gives a memory space.
     pub fn space_name(&self, color: u64) -> String {
         match (self.backend, color) {
