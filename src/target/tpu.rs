@@ -10,7 +10,7 @@
 //! - An untiled array outside SMEM is padded to 1024 elements (`s32[]` takes
 //!   4096 bytes, `pred[]` 1024); in SMEM (`S(2)`) it takes its plain size.
 //! - A tuple's index table is 4 bytes an element, rounded up to a granule
-//!   that depends on the chip: 512 bytes on v5e, 32 on v6e.
+//!   that depends on the chip: 512 bytes on v4 and v5e, 32 on v5p and v6e.
 
 use serde::Serialize;
 
@@ -63,8 +63,8 @@ impl TpuVersion {
     /// Bytes a tuple index table is rounded up to.
     fn tuple_granule(self) -> u64 {
         match self {
-            TpuVersion::V6e => 32,
-            TpuVersion::V4 | TpuVersion::V5e | TpuVersion::V5p => 512,
+            TpuVersion::V5p | TpuVersion::V6e => 32,
+            TpuVersion::V4 | TpuVersion::V5e => 512,
         }
     }
 }
