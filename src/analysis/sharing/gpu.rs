@@ -17,11 +17,7 @@ pub fn may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[u64
     let user_instr = module.instr(user);
     match &user_instr.opcode {
         // NCCL reduces in place.
-        Opcode::AllReduce => Some(
-            user_instr.operands.len() == 1
-                || (output.len() == 1
-                    && user_instr.operands.get(output[0] as usize) == Some(&operand)),
-        ),
+        Opcode::AllReduce => Some(all_reduce_in_place(module, operand, user, output)),
         Opcode::CustomCall => {
             let target = user_instr.custom_call_target.as_deref().unwrap_or("");
             Some(if target.starts_with("__cublas$lt$matmul") {
@@ -39,6 +35,14 @@ pub fn may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[u64
         Opcode::Fusion => Some(fusion_may_alias(module, operand, user, output)),
         _ => None,
     }
+}
+
+/// An all-reduce may write each result over the operand it reduces: the
+/// one operand, or operand `i` for result `{i}`. libtpu's dumps show the same.
+pub fn all_reduce_in_place(module: &Module, operand: InstrId, user: InstrId, output: &[u64]) -> bool {
+    let user_instr = module.instr(user);
+    user_instr.operands.len() == 1
+        || (output.len() == 1 && user_instr.operands.get(output[0] as usize) == Some(&operand))
 }
 
 fn has_nonzero_beta(config: &str) -> bool {

@@ -201,10 +201,15 @@ pub fn can_share_operand_buffer(
         return true;
     }
     // The backend's own rule comes before the generic ones (`AliasInfo::MayAlias`).
-    if target.backend == Backend::Gpu {
-        if let Some(answer) = gpu::may_alias(module, operand, user, output) {
-            return answer;
+    let hint = match target.backend {
+        Backend::Gpu => gpu::may_alias(module, operand, user, output),
+        Backend::Tpu if user_instr.opcode == Opcode::AllReduce => {
+            Some(gpu::all_reduce_in_place(module, operand, user, output))
         }
+        _ => None,
+    };
+    if let Some(answer) = hint {
+        return answer;
     }
     if !shapes_equal {
         return false;
