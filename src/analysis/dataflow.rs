@@ -205,8 +205,7 @@ impl Builder<'_> {
         let mut forwarded = operands.into_iter();
         let mut from_callee = result.as_ref().map(|(_, root)| root.iter().copied());
         for (node, (index, sub)) in nodes.into_iter().enumerate() {
-            let keep_operand =
-                range.contains(&node) && !(table_defined && node == range.start);
+            let keep_operand = range.contains(&node) && !(table_defined && node == range.start);
             let callee_value = result
                 .as_ref()
                 .filter(|(r, _)| r.contains(&node))

@@ -224,7 +224,15 @@ pub fn simulate(
         for (v, c) in &chunks {
             let value = &dataflow.values[v.index()];
             let r = ranges[v.index()].expect("simulated");
-            eprintln!("chunk {} {:?} {} {} {}-{}", module.instr(value.instr).name, value.index, c.offset, c.size, r.start, r.end);
+            eprintln!(
+                "chunk {} {:?} {} {} {}-{}",
+                module.instr(value.instr).name,
+                value.index,
+                c.offset,
+                c.size,
+                r.start,
+                r.end
+            );
         }
     }
     HeapResult {

@@ -31,7 +31,9 @@ impl TpuVersion {
     /// `*.target_arguments.txt`, or a user's `v6e`.
     pub fn parse(text: &str) -> Option<TpuVersion> {
         let t = text.trim().to_ascii_lowercase();
-        let t = t.trim_start_matches("tpu_version_").trim_start_matches("tpu-");
+        let t = t
+            .trim_start_matches("tpu_version_")
+            .trim_start_matches("tpu-");
         match t {
             "v4" | "pufferfish" => Some(TpuVersion::V4),
             "v5e" | "v5litepod" | "viperfish" | "viperlite" => Some(TpuVersion::V5e),
@@ -145,7 +147,11 @@ fn array_size(a: &ArrayShape) -> Option<u64> {
     };
     let data = elements.checked_mul(bits)?.div_ceil(8);
     // Dynamic arrays carry their dimension sizes, as on every backend.
-    let metadata = if a.is_dynamic() { 4 * a.dims.len() as u64 } else { 0 };
+    let metadata = if a.is_dynamic() {
+        4 * a.dims.len() as u64
+    } else {
+        0
+    };
     data.checked_add(metadata)
 }
 

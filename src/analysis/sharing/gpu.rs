@@ -39,7 +39,12 @@ pub fn may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[u64
 
 /// An all-reduce may write each result over the operand it reduces: the
 /// one operand, or operand `i` for result `{i}`. libtpu's dumps show the same.
-pub fn all_reduce_in_place(module: &Module, operand: InstrId, user: InstrId, output: &[u64]) -> bool {
+pub fn all_reduce_in_place(
+    module: &Module,
+    operand: InstrId,
+    user: InstrId,
+    output: &[u64],
+) -> bool {
     let user_instr = module.instr(user);
     user_instr.operands.len() == 1
         || (output.len() == 1 && user_instr.operands.get(output[0] as usize) == Some(&operand))

@@ -7,6 +7,7 @@
 //!   buffer that dies at this instruction (`CanShareOperandBufferWithUser`).
 
 mod gpu;
+mod tpu;
 
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
 use crate::target::{Backend, Target};
@@ -203,9 +204,7 @@ pub fn can_share_operand_buffer(
     // The backend's own rule comes before the generic ones (`AliasInfo::MayAlias`).
     let hint = match target.backend {
         Backend::Gpu => gpu::may_alias(module, operand, user, output),
-        Backend::Tpu if user_instr.opcode == Opcode::AllReduce => {
-            Some(gpu::all_reduce_in_place(module, operand, user, output))
-        }
+        Backend::Tpu => tpu::may_alias(module, operand, user, output),
         _ => None,
     };
     if let Some(answer) = hint {
