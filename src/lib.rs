@@ -59,8 +59,9 @@ pub fn analyze_paths(paths: &[PathBuf], options: AnalyzeOptions) -> Report {
     analyze_inputs(&inputs::collect(paths), options, &|_| {})
 }
 
-/// One module's report, or the error that stopped it.
-type ModuleResult = Result<report::ModuleReport, (PathBuf, Error)>;
+/// One module's report (with the error of an XLA report that `--verify` could
+/// not read), or the error that stopped it.
+type ModuleResult = Result<(report::ModuleReport, Option<(PathBuf, Error)>), (PathBuf, Error)>;
 
 /// [`analyze_paths`] on inputs already collected; `done` is called as each
 /// finishes (from any thread), for a progress bar.
@@ -94,7 +95,12 @@ pub fn analyze_inputs(
     };
     for (_, result) in results {
         match result {
-            Ok(module) => report.modules.push(module),
+            Ok((module, verify_error)) => {
+                report.modules.push(module);
+                if let Some((path, error)) = verify_error {
+                    report.errors.push(report::InputError::new(&path, error));
+                }
+            }
             Err((path, error)) => report.errors.push(report::InputError::new(&path, error)),
         }
     }
@@ -105,7 +111,7 @@ pub fn analyze_inputs(
 fn analyze_one(
     input: &inputs::Input,
     options: AnalyzeOptions,
-) -> Result<report::ModuleReport, Error> {
+) -> Result<(report::ModuleReport, Option<(PathBuf, Error)>), Error> {
     let module = load_module(&input.path)?;
     // The dump names the TPU chip beside the module; the HLO text does not.
     let tpu_version = options.tpu_version.or_else(|| {
@@ -123,14 +129,30 @@ fn analyze_one(
                 .into(),
         );
     }
+    // With --verify, a module without readable reports is an input error:
+    // "nothing to compare" must not pass as agreement.
+    let mut verify_error = None;
     if options.verify {
         summary.verification = Some(match xla_report::XlaReports::load(&input.path) {
             Ok(Some(xla)) => analysis::verify::verify(&module, &model, &xla),
-            Ok(None) => analysis::verify::Verification::unavailable(
-                "no XLA report files beside the HLO file",
-            ),
-            Err(e) => analysis::verify::Verification::unavailable(&e.to_string()),
+            Ok(None) => {
+                verify_error = Some((
+                    input.path.clone(),
+                    Error::Usage(format!(
+                        "--verify: no XLA report (`-buffer-assignment.txt`, `-live-range.txt`) beside {}",
+                        input.path.display()
+                    )),
+                ));
+                analysis::verify::Verification::unavailable(
+                    "no XLA report files beside the HLO file",
+                )
+            }
+            Err(e) => {
+                let note = e.to_string();
+                verify_error = Some((input.path.clone(), e));
+                analysis::verify::Verification::unavailable(&note)
+            }
         });
     }
-    Ok(summary)
+    Ok((summary, verify_error))
 }

@@ -27,6 +27,8 @@ pub struct XlaReports {
 pub struct XlaAllocation {
     pub index: u64,
     pub size: u64,
+    /// The memory space (`color N,`; 0 when absent).
+    pub color: u64,
     pub parameter: Option<u64>,
     pub maybe_live_out: bool,
     pub constant: bool,
@@ -83,13 +85,7 @@ impl XlaReports {
         }
         if let Some(path) = sibling(hlo, "buffer-assignment-values") {
             let file = SourceFile::read(&path)?;
-            for (offset, line) in lines(&file.text) {
-                if line.starts_with("Total bytes used:") {
-                    let pair = parse(&file, Rule::total_bytes_used, offset, line)?;
-                    reports.total_bytes_used = first_int(pair);
-                    break;
-                }
-            }
+            reports.read_values(&file)?;
             reports.files.push(path);
         }
         if let Some(path) = sibling(hlo, "live-range") {
@@ -107,17 +103,17 @@ impl XlaReports {
         live_range: &str,
     ) -> Result<XlaReports, Error> {
         let mut reports = XlaReports::default();
-        reports.read_buffer_assignment(&SourceFile::from_text(
-            "buffer-assignment.txt",
-            buffer_assignment,
-        ))?;
-        let values = SourceFile::from_text("buffer-assignment-values.txt", values);
-        for (offset, line) in lines(&values.text) {
-            if line.starts_with("Total bytes used:") {
-                reports.total_bytes_used =
-                    first_int(parse(&values, Rule::total_bytes_used, offset, line)?);
-                break;
-            }
+        if !buffer_assignment.is_empty() {
+            reports.read_buffer_assignment(&SourceFile::from_text(
+                "buffer-assignment.txt",
+                buffer_assignment,
+            ))?;
+        }
+        if !values.is_empty() {
+            reports.read_values(&SourceFile::from_text(
+                "buffer-assignment-values.txt",
+                values,
+            ))?;
         }
         if !live_range.is_empty() {
             reports.live_ranges = Some(read_live_ranges(&SourceFile::from_text(
@@ -128,24 +124,104 @@ impl XlaReports {
         Ok(reports)
     }
 
+    /// `BufferAssignment:`, then `allocation N: ...` lines numbered from 0,
+    /// each followed by its ` value: ...` lines. Anything else, a gap in the
+    /// numbering or no allocation at all is an error: a report that was cut
+    /// or mangled must not pass as "all numbers agree".
     fn read_buffer_assignment(&mut self, file: &SourceFile) -> Result<(), Error> {
+        let mut header_seen = false;
         for (offset, line) in lines(&file.text) {
-            if line.starts_with("allocation ") {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if !header_seen {
+                if line != "BufferAssignment:" {
+                    return Err(unreadable(file, offset, "the `BufferAssignment:` header"));
+                }
+                header_seen = true;
+            } else if line.starts_with("allocation ") {
                 let pair = parse(file, Rule::allocation_header, offset, line)?;
-                self.allocations.push(lower_allocation(pair));
+                let allocation = lower_allocation(pair);
+                if allocation.index != self.allocations.len() as u64 {
+                    return Err(unreadable(file, offset, "the next allocation's number"));
+                }
+                self.allocations.push(allocation);
             } else if line.trim_start().starts_with("value: <") {
                 let pair = parse(file, Rule::value_line, offset, line)?;
-                if let Some(allocation) = self.allocations.last_mut() {
-                    allocation.values.push(lower_value(pair));
+                match self.allocations.last_mut() {
+                    Some(allocation) => allocation.values.push(lower_value(pair)),
+                    None => return Err(unreadable(file, offset, "an `allocation N:` line first")),
                 }
             } else if line.starts_with("Total bytes used:") && self.total_bytes_used.is_none() {
                 // Before 2026-04 the values and the total were in this file too.
                 let pair = parse(file, Rule::total_bytes_used, offset, line)?;
                 self.total_bytes_used = first_int(pair);
+            } else if line.starts_with("Used values:") || line.starts_with('<') {
+                // Before 2026-04 the list of used values followed here too.
+            } else {
+                return Err(unreadable(file, offset, "an `allocation N:` or `value:` line"));
+            }
+        }
+        if self.allocations.is_empty() {
+            return Err(empty(file, "no allocation"));
+        }
+        Ok(())
+    }
+
+    /// `Total bytes used: N (...)` and the `Used values:` list, whose length
+    /// must be the number of values the buffer-assignment report placed.
+    fn read_values(&mut self, file: &SourceFile) -> Result<(), Error> {
+        let mut used: Option<usize> = None;
+        for (offset, line) in lines(&file.text) {
+            if line.starts_with("Total bytes used:") {
+                let pair = parse(file, Rule::total_bytes_used, offset, line)?;
+                self.total_bytes_used = first_int(pair);
+            } else if line.starts_with("Used values:") {
+                used = Some(0);
+            } else if let (Some(n), true) = (used.as_mut(), line.starts_with('<')) {
+                parse(file, Rule::used_value, offset, line)?;
+                *n += 1;
+            }
+        }
+        if self.total_bytes_used.is_none() {
+            return Err(empty(file, "no `Total bytes used:` line"));
+        }
+        let placed: usize = self.allocations.iter().map(|a| a.values.len()).sum();
+        if let Some(used) = used.filter(|_| !self.allocations.is_empty()) {
+            if used != placed {
+                return Err(empty(
+                    file,
+                    &format!(
+                        "it lists {used} used values where the buffer-assignment report places {placed}"
+                    ),
+                ));
             }
         }
         Ok(())
     }
+}
+
+/// A report line that is not what this place in the report holds.
+fn unreadable(file: &SourceFile, offset: usize, expected: &str) -> Error {
+    Error::at(
+        file,
+        offset..offset + 1,
+        format!("unexpected text in an XLA report (expected {expected})"),
+        "not in the format hlomem knows",
+    )
+    .with_note("a report that cannot be read is not compared: fix or remove it, or run without --verify")
+}
+
+/// A report that is empty or was cut off.
+fn empty(file: &SourceFile, what: &str) -> Error {
+    let end = file.text.len();
+    Error::at(
+        file,
+        end.saturating_sub(1)..end,
+        format!("XLA report is empty or cut off: {what}"),
+        "the report ends here",
+    )
+    .with_note("a report that cannot be read is not compared: fix or remove it, or run without --verify")
 }
 
 fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -224,6 +300,7 @@ fn lower_allocation(pair: pest::iterators::Pair<Rule>) -> XlaAllocation {
                 ints += 1;
             }
             Rule::parameter_flag => allocation.parameter = first_int(p),
+            Rule::color_flag => allocation.color = first_int(p).unwrap_or(0),
             Rule::simple_flag => match p.as_str() {
                 "maybe-live-out" => allocation.maybe_live_out = true,
                 "constant" => allocation.constant = true,
@@ -280,6 +357,7 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
     }
     let mut out = XlaLiveRanges::default();
     let mut section = Section::None;
+    let mut header_seen = false;
     for (offset, line) in lines(&file.text) {
         let trimmed = line.trim_start();
         if trimmed.is_empty() {
@@ -288,7 +366,11 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
         if line.starts_with("HloLiveRange") {
             out.max_time =
                 first_int(parse(file, Rule::live_range_header, offset, line)?).unwrap_or(0);
+            header_seen = true;
             continue;
+        }
+        if !header_seen {
+            return Err(unreadable(file, offset, "the `HloLiveRange (max N):` header"));
         }
         match trimmed {
             "InstructionSequence:" => section = Section::Sequence,
@@ -305,8 +387,11 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
             _ => match section {
                 Section::Sequence => {
                     let pair = parse(file, Rule::sequence_line, offset, line)?;
-                    if let Some(name) = pair.into_inner().find(|p| p.as_rule() == Rule::value_name)
-                    {
+                    let mut parts = pair.into_inner();
+                    if parts.next().map(|n| int(&n)) != Some(out.sequence.len() as u64) {
+                        return Err(unreadable(file, offset, "the next position of the sequence"));
+                    }
+                    if let Some(name) = parts.find(|p| p.as_rule() == Rule::value_name) {
                         out.sequence.push(name.as_str().to_string());
                     }
                 }
@@ -337,9 +422,30 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                     }
                     out.peak_values.push((name, index, bytes));
                 }
-                Section::None | Section::Done => {}
+                Section::None => {
+                    return Err(unreadable(file, offset, "`InstructionSequence:` or `BufferLiveRange:`"))
+                }
+                Section::Done => {}
             },
         }
+    }
+    // XLA writes the sequence, every value's range and the peak, in that
+    // order: a report without all three was cut off.
+    let positions = out.sequence.len() as u64;
+    if !header_seen {
+        return Err(empty(file, "no `HloLiveRange` header"));
+    }
+    if positions != out.max_time && positions != out.max_time + 1 {
+        return Err(empty(
+            file,
+            &format!(
+                "{positions} schedule positions where the header says {}",
+                out.max_time
+            ),
+        ));
+    }
+    if out.ranges.is_empty() || out.peak_time.is_none() {
+        return Err(empty(file, "no `Live ranges at T (peak):` section"));
     }
     Ok(out)
 }
