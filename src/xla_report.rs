@@ -159,7 +159,11 @@ impl XlaReports {
             } else if line.starts_with("Used values:") || line.starts_with('<') {
                 // Before 2026-04 the list of used values followed here too.
             } else {
-                return Err(unreadable(file, offset, "an `allocation N:` or `value:` line"));
+                return Err(unreadable(
+                    file,
+                    offset,
+                    "an `allocation N:` or `value:` line",
+                ));
             }
         }
         if self.allocations.is_empty() {
@@ -209,7 +213,9 @@ fn unreadable(file: &SourceFile, offset: usize, expected: &str) -> Error {
         format!("unexpected text in an XLA report (expected {expected})"),
         "not in the format hlomem knows",
     )
-    .with_note("a report that cannot be read is not compared: fix or remove it, or run without --verify")
+    .with_note(
+        "a report that cannot be read is not compared: fix or remove it, or run without --verify",
+    )
 }
 
 /// A report that is empty or was cut off.
@@ -221,7 +227,9 @@ fn empty(file: &SourceFile, what: &str) -> Error {
         format!("XLA report is empty or cut off: {what}"),
         "the report ends here",
     )
-    .with_note("a report that cannot be read is not compared: fix or remove it, or run without --verify")
+    .with_note(
+        "a report that cannot be read is not compared: fix or remove it, or run without --verify",
+    )
 }
 
 fn lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
@@ -370,7 +378,11 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
             continue;
         }
         if !header_seen {
-            return Err(unreadable(file, offset, "the `HloLiveRange (max N):` header"));
+            return Err(unreadable(
+                file,
+                offset,
+                "the `HloLiveRange (max N):` header",
+            ));
         }
         match trimmed {
             "InstructionSequence:" => section = Section::Sequence,
@@ -389,7 +401,11 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                     let pair = parse(file, Rule::sequence_line, offset, line)?;
                     let mut parts = pair.into_inner();
                     if parts.next().map(|n| int(&n)) != Some(out.sequence.len() as u64) {
-                        return Err(unreadable(file, offset, "the next position of the sequence"));
+                        return Err(unreadable(
+                            file,
+                            offset,
+                            "the next position of the sequence",
+                        ));
                     }
                     if let Some(name) = parts.find(|p| p.as_rule() == Rule::value_name) {
                         out.sequence.push(name.as_str().to_string());
@@ -423,7 +439,11 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                     out.peak_values.push((name, index, bytes));
                 }
                 Section::None => {
-                    return Err(unreadable(file, offset, "`InstructionSequence:` or `BufferLiveRange:`"))
+                    return Err(unreadable(
+                        file,
+                        offset,
+                        "`InstructionSequence:` or `BufferLiveRange:`",
+                    ))
                 }
                 Section::Done => {}
             },

@@ -108,12 +108,26 @@ pub fn assign(
                 .any(|&v| matches!(comp_kind(v), CompKind::Global | CompKind::ThreadLocal))
         })
         .collect();
+    // Ties go to the buffer whose earliest value comes first in XLA's
+    // post-order (callers before callees), then to the lower buffer id.
+    let position = super::post_order::positions(module, |c| graph.kind(c) == CompKind::Global);
+    let thread_local_position =
+        super::post_order::positions(module, |c| graph.kind(c) == CompKind::ThreadLocal);
     order.sort_by_key(|b| {
         let buffer = &dataflow.buffers[b.index()];
+        let first = buffer
+            .values
+            .iter()
+            .map(|v| {
+                let i = dataflow.values[v.index()].instr.index();
+                position[i].min(thread_local_position[i])
+            })
+            .min();
         (
             std::cmp::Reverse(buffer.size),
             !live_out[b.index()],
-            buffer.values.iter().min().copied(),
+            first,
+            *b,
         )
     });
 

@@ -8,6 +8,7 @@ pub mod dataflow;
 pub mod graph;
 pub mod heap;
 pub mod liveness;
+pub mod post_order;
 pub mod schedule;
 pub mod sharing;
 pub mod verify;

@@ -74,7 +74,12 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
     // hlomem's estimates: compared, but as notes.
     let exact = |color: u64| model.target.space_is_exact(color);
     if t.total_exact {
-        check("total bytes used", t.total_bytes, xla.total_bytes_used, &mut v);
+        check(
+            "total bytes used",
+            t.total_bytes,
+            xla.total_bytes_used,
+            &mut v,
+        );
     }
     if !xla.allocations.is_empty() {
         let mut colors: Vec<u64> = xla.allocations.iter().map(|a| a.color).collect();
@@ -95,7 +100,12 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
                 .map_or(0, |s| s.bytes);
             let name = model.target.space_name(color);
             if exact(color) {
-                check(&format!("bytes in memory space {name} (color {color})"), ours, Some(theirs), &mut v);
+                check(
+                    &format!("bytes in memory space {name} (color {color})"),
+                    ours,
+                    Some(theirs),
+                    &mut v,
+                );
             } else if ours != theirs {
                 v.notes.push(format!(
                     "memory space {name} (color {color}): hlomem estimates {ours} bytes, XLA's memory-space assignment placed {theirs}"
