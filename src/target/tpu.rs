@@ -36,21 +36,25 @@ impl TpuVersion {
             .trim_start_matches("tpu-");
         match t {
             "v4" | "pufferfish" => Some(TpuVersion::V4),
-            "v5e" | "v5litepod" | "viperfish" | "viperlite" => Some(TpuVersion::V5e),
-            "v5p" | "viperfish_pod" => Some(TpuVersion::V5p),
+            "v5e" | "v5litepod" | "viperlite" => Some(TpuVersion::V5e),
+            "v5p" | "viperfish" => Some(TpuVersion::V5p),
             "v6e" | "ghostlite" | "trillium" => Some(TpuVersion::V6e),
             _ => None,
         }
     }
 
-    /// Reads the chip from the text of a dump's `*.target_arguments.txt`.
+    /// Reads the chip from the text of a dump's `*.target_arguments.txt`:
+    /// `version: TPU_VERSION_VIPERFISH` is v5p, and v5e with `variant: "lite"`.
     pub fn from_target_arguments(text: &str) -> Option<TpuVersion> {
         let at = text.find("version: TPU_VERSION_")?;
         let word: String = text[at + "version: ".len()..]
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect();
-        TpuVersion::parse(&word)
+        match TpuVersion::parse(&word)? {
+            TpuVersion::V5p if text.contains("variant: \"lite\"") => Some(TpuVersion::V5e),
+            version => Some(version),
+        }
     }
 
     pub fn as_str(self) -> &'static str {
@@ -172,5 +176,44 @@ pub fn space_name(color: u64) -> String {
         1 => "vmem".into(),
         SMEM => "smem".into(),
         c => format!("color_{c}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(text: &str) -> Shape {
+        let module = crate::parse_text(
+            "t.txt",
+            format!("HloModule m\n\nENTRY %e () -> {text} {{\n  ROOT %p = {text} parameter(0)\n}}\n"),
+        )
+        .expect("parses");
+        (*module.instr(module.comp(module.entry).root).shape).clone()
+    }
+
+    #[test]
+    fn sizes_follow_the_tpu_reports() {
+        // Every number here is a `size=` of libtpu's buffer-assignment reports.
+        let v5e = TpuVersion::V5e;
+        assert_eq!(buffer_size(&shape("f32[1000,1000]{1,0:T(8,128)}"), v5e), 4_096_000);
+        assert_eq!(buffer_size(&shape("f32[]{:T(128)}"), v5e), 512);
+        assert_eq!(buffer_size(&shape("f32[4096]{0:T(1024)}"), v5e), 16384);
+        assert_eq!(buffer_size(&shape("bf16[2048,2048]{1,0:T(8,128)(2,1)S(1)}"), v5e), 8_388_608);
+        assert_eq!(buffer_size(&shape("s32[]"), v5e), 4096);
+        assert_eq!(buffer_size(&shape("u32[]{:S(2)}"), v5e), 4);
+        assert_eq!(buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), v5e), 512);
+        assert_eq!(buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), TpuVersion::V6e), 32);
+    }
+
+    #[test]
+    fn the_chip_comes_from_target_arguments() {
+        let v5e = "tpu_topology_args {\n  version: TPU_VERSION_VIPERFISH\n  variant: \"lite\"\n}";
+        let v5p = "tpu_topology_args {\n  version: TPU_VERSION_VIPERFISH\n}";
+        let v6e = "tpu_topology_args {\n  version: TPU_VERSION_GHOSTLITE\n}";
+        assert_eq!(TpuVersion::from_target_arguments(v5e), Some(TpuVersion::V5e));
+        assert_eq!(TpuVersion::from_target_arguments(v5p), Some(TpuVersion::V5p));
+        assert_eq!(TpuVersion::from_target_arguments(v6e), Some(TpuVersion::V6e));
+        assert_eq!(TpuVersion::from_target_arguments("garbage"), None);
     }
 }
