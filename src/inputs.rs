@@ -32,6 +32,26 @@ pub fn sibling(module: &Path, suffix: &str) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// The first file (by name) in `module`'s folder whose name ends with
+/// `suffix`: one process dumps for one target, and a module recompiled later
+/// (`module_0003`) has no `target_arguments.txt` of its own.
+pub fn in_same_folder(module: &Path, suffix: &str) -> Option<PathBuf> {
+    let folder = module.parent()?;
+    let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(suffix))
+                && p.is_file()
+        })
+        .collect();
+    found.sort();
+    found.into_iter().next()
+}
+
 /// The module key and stage of a dump file name, or `None` for files that are
 /// not HLO modules (XLA's reports, `.debug_options`, `.ll`, ...).
 fn classify(name: &str) -> Option<(String, Stage)> {

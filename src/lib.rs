@@ -115,7 +115,8 @@ fn analyze_one(
     let module = load_module(&input.path)?;
     // The dump names the TPU chip beside the module; the HLO text does not.
     let tpu_version = options.tpu_version.or_else(|| {
-        let arguments = inputs::sibling(&input.path, "target_arguments.txt")?;
+        let arguments = inputs::sibling(&input.path, "target_arguments.txt")
+            .or_else(|| inputs::in_same_folder(&input.path, ".target_arguments.txt"))?;
         target::TpuVersion::from_target_arguments(&std::fs::read_to_string(arguments).ok()?)
     });
     let target = target::Target::resolve(&module, options.backend).with_tpu_version(tpu_version);

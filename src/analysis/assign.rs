@@ -96,6 +96,20 @@ pub fn assign(
         })
         .collect();
     let mut allocations: Vec<Allocation> = Vec::new();
+    // Spaces placed before the buffer assignment (TPU VMEM, by memory-space
+    // assignment) get their block first, even when empty (`AssignPresetBuffers`);
+    // its place decides how XLA's unstable partition orders the temp blocks.
+    for &color in target.preset_colors() {
+        allocations.push(Allocation {
+            kind: AllocationKind::Temp,
+            color,
+            size: 0,
+            maybe_live_out: false,
+            buffers: Vec::new(),
+            temp_tuple: false,
+            reusable: false,
+        });
+    }
     let mut allocation_of: Vec<Option<usize>> = vec![None; dataflow.buffers.len()];
 
     // Biggest first, live-out first, then earliest in post-order (`kBiggestFirst`).
@@ -156,11 +170,9 @@ pub fn assign(
             add_allocation(
                 &mut allocations,
                 &mut allocation_of,
-                color_of[b.index()],
+                (b, buffer.size, color_of[b.index()]),
                 AllocationKind::Constant,
-                buffer.size,
                 lo,
-                b,
                 false,
             );
             continue;
@@ -173,11 +185,9 @@ pub fn assign(
             add_allocation(
                 &mut allocations,
                 &mut allocation_of,
-                color_of[b.index()],
+                (b, buffer.size, color_of[b.index()]),
                 AllocationKind::Parameter { number, aliased },
-                buffer.size,
                 lo,
-                b,
                 false,
             );
             continue;
@@ -194,11 +204,9 @@ pub fn assign(
             add_allocation(
                 &mut allocations,
                 &mut allocation_of,
-                color_of[b.index()],
+                (b, buffer.size, color_of[b.index()]),
                 AllocationKind::Output,
-                buffer.size,
                 lo,
-                b,
                 true,
             );
             continue;
@@ -224,11 +232,9 @@ pub fn assign(
         add_allocation(
             &mut allocations,
             &mut allocation_of,
-            color_of[b.index()],
+            (b, buffer.size, color_of[b.index()]),
             AllocationKind::Output,
-            buffer.size,
             true,
-            b,
             false,
         );
     }
@@ -245,7 +251,7 @@ pub fn assign(
             .filter(|b| color_of[b.index()] == color)
             .collect();
         let packed = heap::simulate(module, dataflow, ranges, &in_color, target, color);
-        allocations.push(Allocation {
+        let block = Allocation {
             kind: AllocationKind::Temp,
             color,
             size: packed.heap_size,
@@ -253,7 +259,14 @@ pub fn assign(
             buffers: in_color,
             temp_tuple: false,
             reusable: false,
-        });
+        };
+        match allocations
+            .iter_mut()
+            .find(|a| a.kind == AllocationKind::Temp && a.color == color)
+        {
+            Some(preset) => *preset = block,
+            None => allocations.push(block),
+        }
         heap.absorb(packed);
     }
     for b in thread_local {
@@ -261,11 +274,9 @@ pub fn assign(
         add_allocation(
             &mut allocations,
             &mut allocation_of,
-            color_of[b.index()],
+            (b, size, color_of[b.index()]),
             AllocationKind::ThreadLocal,
-            size,
             false,
-            b,
             false,
         );
     }
@@ -290,11 +301,9 @@ pub fn assign(
 fn add_allocation(
     allocations: &mut Vec<Allocation>,
     allocation_of: &mut [Option<usize>],
-    color: u64,
+    (b, size, color): (BufferId, u64, u64),
     kind: AllocationKind,
-    size: u64,
     maybe_live_out: bool,
-    b: BufferId,
     is_tuple_table: bool,
 ) {
     let reusable = match kind {

@@ -220,21 +220,6 @@ pub fn simulate(
             .map(|v| (v, Chunk { offset: 0, size: 0 })),
     );
     chunks.sort_by_key(|(v, _)| *v);
-    if std::env::var_os("HLOMEM_DBG_CHUNKS").is_some() {
-        for (v, c) in &chunks {
-            let value = &dataflow.values[v.index()];
-            let r = ranges[v.index()].expect("simulated");
-            eprintln!(
-                "chunk {} {:?} {} {} {}-{}",
-                module.instr(value.instr).name,
-                value.index,
-                c.offset,
-                c.size,
-                r.start,
-                r.end
-            );
-        }
-    }
     HeapResult {
         heap_size,
         chunks,

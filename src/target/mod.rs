@@ -191,6 +191,15 @@ impl Target {
         color == 0 || self.backend != Backend::Tpu
     }
 
+    /// Spaces whose block XLA creates before assigning any buffer: TPU's VMEM,
+    /// laid out by memory-space assignment.
+    pub fn preset_colors(&self) -> &'static [u64] {
+        match self.backend {
+            Backend::Tpu => &[1],
+            Backend::Cpu | Backend::Gpu => &[],
+        }
+    }
+
     /// The name XLA's memory-usage report gives a memory space.
     pub fn space_name(&self, color: u64) -> String {
         match (self.backend, color) {

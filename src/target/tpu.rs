@@ -186,7 +186,9 @@ mod tests {
     fn shape(text: &str) -> Shape {
         let module = crate::parse_text(
             "t.txt",
-            format!("HloModule m\n\nENTRY %e () -> {text} {{\n  ROOT %p = {text} parameter(0)\n}}\n"),
+            format!(
+                "HloModule m\n\nENTRY %e () -> {text} {{\n  ROOT %p = {text} parameter(0)\n}}\n"
+            ),
         )
         .expect("parses");
         (*module.instr(module.comp(module.entry).root).shape).clone()
@@ -196,14 +198,26 @@ mod tests {
     fn sizes_follow_the_tpu_reports() {
         // Every number here is a `size=` of libtpu's buffer-assignment reports.
         let v5e = TpuVersion::V5e;
-        assert_eq!(buffer_size(&shape("f32[1000,1000]{1,0:T(8,128)}"), v5e), 4_096_000);
+        assert_eq!(
+            buffer_size(&shape("f32[1000,1000]{1,0:T(8,128)}"), v5e),
+            4_096_000
+        );
         assert_eq!(buffer_size(&shape("f32[]{:T(128)}"), v5e), 512);
         assert_eq!(buffer_size(&shape("f32[4096]{0:T(1024)}"), v5e), 16384);
-        assert_eq!(buffer_size(&shape("bf16[2048,2048]{1,0:T(8,128)(2,1)S(1)}"), v5e), 8_388_608);
+        assert_eq!(
+            buffer_size(&shape("bf16[2048,2048]{1,0:T(8,128)(2,1)S(1)}"), v5e),
+            8_388_608
+        );
         assert_eq!(buffer_size(&shape("s32[]"), v5e), 4096);
         assert_eq!(buffer_size(&shape("u32[]{:S(2)}"), v5e), 4);
-        assert_eq!(buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), v5e), 512);
-        assert_eq!(buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), TpuVersion::V6e), 32);
+        assert_eq!(
+            buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), v5e),
+            512
+        );
+        assert_eq!(
+            buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), TpuVersion::V6e),
+            32
+        );
     }
 
     #[test]
@@ -211,9 +225,18 @@ mod tests {
         let v5e = "tpu_topology_args {\n  version: TPU_VERSION_VIPERFISH\n  variant: \"lite\"\n}";
         let v5p = "tpu_topology_args {\n  version: TPU_VERSION_VIPERFISH\n}";
         let v6e = "tpu_topology_args {\n  version: TPU_VERSION_GHOSTLITE\n}";
-        assert_eq!(TpuVersion::from_target_arguments(v5e), Some(TpuVersion::V5e));
-        assert_eq!(TpuVersion::from_target_arguments(v5p), Some(TpuVersion::V5p));
-        assert_eq!(TpuVersion::from_target_arguments(v6e), Some(TpuVersion::V6e));
+        assert_eq!(
+            TpuVersion::from_target_arguments(v5e),
+            Some(TpuVersion::V5e)
+        );
+        assert_eq!(
+            TpuVersion::from_target_arguments(v5p),
+            Some(TpuVersion::V5p)
+        );
+        assert_eq!(
+            TpuVersion::from_target_arguments(v6e),
+            Some(TpuVersion::V6e)
+        );
         assert_eq!(TpuVersion::from_target_arguments("garbage"), None);
     }
 }
