@@ -1,5 +1,6 @@
 //! One integration-test binary (faster to link than one per file).
 
+mod accelerators;
 mod cli;
 mod corpus;
 mod errors;
