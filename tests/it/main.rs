@@ -11,3 +11,4 @@ mod html;
 mod parse;
 mod samples;
 mod support;
+mod verify_reports;
