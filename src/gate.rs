@@ -60,8 +60,9 @@ pub struct CheckedModule {
     pub key: String,
     pub name: String,
     pub file: String,
-    /// What was compared with the budget: `total_bytes`, times the devices
-    /// unless `per_device`.
+    /// What was compared with the budget: `device_bytes` (the default memory
+    /// space, which is all of `total_bytes` off TPU), times the devices unless
+    /// `per_device`.
     pub bytes: u64,
     pub devices: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -80,10 +81,11 @@ pub fn check(report: &Report, budget: u64, per_device: bool, fail_on: &[String])
         .into_iter()
         .map(|m| {
             let d = devices(m);
+            // What must fit in device memory: on TPU, HBM (VMEM is on-chip).
             let bytes = if per_device {
-                m.memory.total_bytes
+                m.memory.device_bytes
             } else {
-                m.memory.total_bytes.saturating_mul(d)
+                m.memory.device_bytes.saturating_mul(d)
             };
             let failing_findings = m
                 .findings

@@ -107,21 +107,44 @@ pub fn analyze_inputs(
     report
 }
 
+/// The rules `module` (read from `path`) was compiled under: the backend from
+/// its text unless `backend` forces one; on TPU the chip from `tpu_version`,
+/// else from the dump folder's `*.target_arguments.txt` (the HLO text does not
+/// name it).
+pub fn target_of(
+    module: &Module,
+    path: &Path,
+    backend: Option<target::Backend>,
+    tpu_version: Option<target::TpuVersion>,
+) -> target::Target {
+    let target = target::Target::resolve(module, backend);
+    if target.backend != target::Backend::Tpu {
+        return target;
+    }
+    let tpu_version = tpu_version.or_else(|| {
+        let arguments = inputs::sibling(path, "target_arguments.txt")
+            .or_else(|| inputs::in_same_folder(path, ".target_arguments.txt"))?;
+        target::TpuVersion::from_target_arguments(&std::fs::read_to_string(arguments).ok()?)
+    });
+    target.with_tpu_version(tpu_version)
+}
+
 /// One module: parsed, analyzed, summarized, and dropped before the next.
 fn analyze_one(
     input: &inputs::Input,
     options: AnalyzeOptions,
 ) -> Result<(report::ModuleReport, Option<(PathBuf, Error)>), Error> {
     let module = load_module(&input.path)?;
-    // The dump names the TPU chip beside the module; the HLO text does not.
-    let tpu_version = options.tpu_version.or_else(|| {
-        let arguments = inputs::sibling(&input.path, "target_arguments.txt")
-            .or_else(|| inputs::in_same_folder(&input.path, ".target_arguments.txt"))?;
-        target::TpuVersion::from_target_arguments(&std::fs::read_to_string(arguments).ok()?)
-    });
-    let target = target::Target::resolve(&module, options.backend).with_tpu_version(tpu_version);
+    let target = target_of(&module, &input.path, options.backend, options.tpu_version);
     let model = analysis::analyze(&module, &target);
     let mut summary = report::ModuleReport::build(&module, &model);
+    if target.backend == target::Backend::Tpu && target.tpu_version.is_none() {
+        summary.notes.push(
+            "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
+             as on v5e (512 bytes; 32 on v5p and v6e); --tpu sets the chip"
+                .into(),
+        );
+    }
     summary.key = input.key.clone();
     if input.unoptimized || !module.header.is_scheduled {
         summary.notes.push(

@@ -52,6 +52,9 @@ pub struct Totals {
     pub total_bytes: u64,
     /// Most bytes live at one moment, each buffer counted once.
     pub live_peak_bytes: u64,
+    /// The default memory space's allocations: what must fit in the device's
+    /// memory (HBM on TPU, GPU memory, RAM on CPU). Equals `total_bytes` off TPU.
+    pub device_bytes: u64,
     /// The allocations of each memory space ("color"), default (device
     /// memory) first. On TPU, what must fit in HBM is the default space.
     pub by_space: Vec<SpaceBytes>,
@@ -163,6 +166,7 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
         }
     }
     totals.by_space.sort_by_key(|s| s.color);
+    totals.device_bytes = totals.by_space.first().map_or(0, |s| s.bytes);
     totals.total_exact = totals.by_space.iter().all(|s| s.exact || s.bytes == 0);
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak

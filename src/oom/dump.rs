@@ -59,7 +59,7 @@ fn distance(msg: &OomMessage, model: &MemoryModel) -> f64 {
         (msg.stats.parameter, t.argument_bytes),
         (msg.stats.maybe_live_out, t.output_bytes),
         (msg.stats.preallocated_temp, t.temp_bytes),
-        (msg.stats.total, t.total_bytes),
+        (msg.stats.total, t.device_bytes),
         (msg.requested, t.temp_bytes.max(t.output_bytes)),
     ];
     let mut d = 0.0;
@@ -81,7 +81,7 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
         .par_iter()
         .map(|path| -> Result<(f64, Module, MemoryModel), Error> {
             let module = crate::load_module(path)?;
-            let model = analysis::analyze(&module, &crate::target::Target::detect(&module));
+            let model = analysis::analyze(&module, &crate::target_of(&module, path, None, None));
             let shapes = plain_shapes(&module);
             let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
             Ok((d, module, model))

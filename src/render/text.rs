@@ -72,6 +72,23 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
     Ok(())
 }
 
+/// `tpu v5e (from tiled layout f32[8]{0:T(256)})`, `cpu (assumed: ...)`.
+fn describe_target(target: &crate::target::Target) -> String {
+    use crate::target::Evidence;
+    let chip = target
+        .tpu_version
+        .map(|v| format!(" {}", v.as_str()))
+        .unwrap_or_default();
+    let why = match &target.evidence {
+        Evidence::Forced => "as --backend says".to_string(),
+        Evidence::Marker(marker) => format!("from {marker}"),
+        Evidence::Assumed => {
+            "assumed: nothing in the text names a backend; --backend sets it".to_string()
+        }
+    };
+    format!("{}{chip} ({why})", target.backend)
+}
+
 fn bold(text: &str, options: RenderOptions) -> String {
     if options.color {
         format!("\x1b[1m{text}\x1b[0m")
@@ -98,6 +115,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         "  size          {} computations, {} instructions, {scheduled}",
         m.computations, m.instructions
     )?;
+    writeln!(out, "  backend       {}", describe_target(&m.target))?;
     if m.num_partitions > 1 || m.replica_count > 1 {
         writeln!(
             out,
@@ -128,11 +146,16 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         "  {}",
         bold("memory (XLA's buffer assignment)", options)
     )?;
-    let rows = [
+    let total_meaning = if mem.total_exact {
+        "everything the module needs at once: XLA's \"Total bytes used\"".to_string()
+    } else {
+        "every memory space together; the on-chip ones are hlomem's estimate".to_string()
+    };
+    let mut rows = vec![
         [
             "total".to_string(),
             human_bytes(mem.total_bytes),
-            "everything the module needs at once: XLA's \"Total bytes used\"".into(),
+            total_meaning,
         ],
         [
             "arguments".into(),
@@ -160,6 +183,25 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             "most bytes live at one moment, each buffer once".into(),
         ],
     ];
+    if mem.by_space.len() > 1 {
+        let mut spaces = Vec::new();
+        for space in &mem.by_space {
+            let meaning = match (space.color, space.exact) {
+                (0, _) => "device memory (HBM): what must fit on the chip".to_string(),
+                (_, true) => format!("memory space {}", space.color),
+                (_, false) => {
+                    "on-chip, laid out by XLA's memory-space assignment: hlomem's estimate"
+                        .to_string()
+                }
+            };
+            spaces.push([
+                format!("in {}", space.name),
+                human_bytes(space.bytes),
+                meaning,
+            ]);
+        }
+        rows.splice(1..1, spaces);
+    }
     write_table(out, &rows)?;
 
     if !m.peak.buffers.is_empty() {

@@ -65,6 +65,8 @@ pub struct ModuleReport {
     pub parameter_bytes: u64,
     /// Bytes of the entry's result (leaves and tuple index tables).
     pub output_bytes: u64,
+    /// The backend whose rules were applied, and what in the text said so.
+    pub target: crate::target::Target,
     /// XLA's memory figures, computed from the HLO text alone.
     pub memory: crate::analysis::Totals,
     /// The moment the most bytes are live, and the buffers live then.
@@ -294,6 +296,7 @@ impl ModuleReport {
             output_bytes: result.total_byte_size(),
             parameters,
             outputs,
+            target: model.target.clone(),
             memory: model.totals.clone(),
             timeline: TimelineReport::build(module, model),
             peak: PeakReport {
