@@ -407,31 +407,24 @@ fn find_reusable(
             } else {
                 buffer.size <= a.size
             }
-            && !a
-                .buffers
-                .iter()
-                .any(|&other| interferes(target, module, dataflow, ranges, b, other))
+            && !a.buffers.iter().any(|&other| {
+                interferes(target, module, dataflow, ranges, b, other)
+                    || copies_from(module, dataflow, b, other)
+            })
     };
+    // First the allocation of an operand of a top-level array value (whatever
+    // the operand's shape: the interference check decides), then the others.
     for &v in &buffer.values {
         let value = &dataflow.values[v.index()];
-        let user = value.instr;
-        for &operand in &module.instr(user).operands {
-            // Once per operand: a while's tuple can have thousands of nodes.
-            let nodes = module.instr(operand).shape.nodes();
-            for (node, &ov) in dataflow.value_of[operand.index()].iter().enumerate() {
-                let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] else {
-                    continue;
-                };
-                let index = nodes.get(node).map_or(&[][..], |(idx, _)| idx.as_slice());
-                if sharing::can_share_operand_buffer(
-                    target,
-                    module,
-                    operand,
-                    index,
-                    user,
-                    &value.index,
-                ) && fits(&allocations[a])
-                {
+        if !value.index.is_empty() || module.instr(value.instr).shape.is_tuple() {
+            continue;
+        }
+        for &operand in &module.instr(value.instr).operands {
+            let Some(&ov) = dataflow.value_of[operand.index()].first() else {
+                continue;
+            };
+            if let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] {
+                if fits(&allocations[a]) {
                     return Some(a);
                 }
             }
@@ -440,6 +433,21 @@ fn find_reusable(
     (0..allocations.len())
         .rev()
         .find(|&a| fits(&allocations[a]))
+}
+
+/// A copy never writes into the buffer it copies from, even when the
+/// source is dead by then (`MaybeAssignBuffer`).
+fn copies_from(module: &Module, dataflow: &Dataflow, new: BufferId, assigned: BufferId) -> bool {
+    dataflow.buffers[new.index()].values.iter().any(|&nv| {
+        let copy = module.instr(dataflow.values[nv.index()].instr);
+        copy.opcode == Opcode::Copy
+            && dataflow.buffers[assigned.index()].values.iter().any(|&av| {
+                dataflow.values[av.index()]
+                    .positions
+                    .iter()
+                    .any(|(pos, _)| copy.operands.contains(pos))
+            })
+    })
 }
 
 /// Do two buffers' values overlap in time? Values that only touch may share
