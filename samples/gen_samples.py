@@ -1,25 +1,25 @@
 #!/usr/bin/env python3
 """Regenerate the sample XLA dumps in samples/<case>/ from scratch.
 
-Each case is a small JAX program that is lowered and compiled (never run) on
-the CPU backend with XLA's text dumps turned on. For every case this writes
-
+Each case is a small JAX program that is lowered and compiled (never run) with
+XLA's text dumps turned on: CPU cases on this host's CPU backend, GPU (H100) and
+TPU (v5e, v6e) cases deviceless, ahead of time. For every case this writes
     samples/<case>/dump/        the .txt files XLA dumped (HLO before and after
                                 optimizations, buffer assignment, live ranges,
-                                memory-usage report) and nothing else
+                                memory-usage report; TPU: target_arguments)
     samples/<case>/truth.json   XLA's own memory figures for the module:
-                                compiled.memory_analysis(), the buffer
-                                assignment's "Total bytes used:", and the peak
-                                of the live-range report
-
-Usage (from anywhere):
-    python samples/gen_samples.py            # all cases
-    python samples/gen_samples.py CASE ...   # only these cases
-    python samples/gen_samples.py --list
-
+                                compiled.memory_analysis(), "Total bytes used:",
+                                allocation bytes per color, live-range peak
+Usage (from anywhere; GPU and TPU cases need their venv's python: README.md):
+    python samples/gen_samples.py            # all CPU cases
+    python samples/gen_samples.py CASE ...   # only these cases (any backend)
+    python samples/gen_samples.py --backend tpu [--topology v5e:2x2]   # or gpu
+    python samples/gen_samples.py --list     # --reparse: truth.json from dumps
 XLA reads XLA_FLAGS once, when the backend starts, so each case needs its own
 process to get its own --xla_dump_to directory: the script re-invokes itself
-with --child CASE for every case.
+with --child CASE for every case (the accelerator cases are at the end of this
+file, after the CPU programs, so that the CPU samples' source lines, which the
+dumps and snapshots record, stay where they are).
 """
 
 import argparse
@@ -207,10 +207,14 @@ def clean_dump(dump_dir):
             p.unlink()
 
 
-def read_xla_reports(dump_dir, prefix):
-    """XLA's own memory figures, parsed from the text reports of one module."""
+def read_xla_reports(dump_dir, prefix, after=".cpu_after_optimizations"):
+    """XLA's own memory figures, parsed from the text reports of one module.
+
+    `after` is what follows the prefix in the after-optimizations file names:
+    ".cpu_after_optimizations" (CPU), ".sm_9.0a_gpu_after_optimizations" (H100),
+    ".after_optimizations" (TPU, whose prefix ends in ".cl_<id>")."""
     def text(suffix):
-        return (dump_dir / (prefix + suffix)).read_text()
+        return (dump_dir / (prefix + suffix.replace(".cpu_after_optimizations", after))).read_text()
 
     out = {}
     # In this XLA version "Total bytes used:" is printed at the top of the
@@ -237,9 +241,23 @@ def read_xla_reports(dump_dir, prefix):
     if m:
         out["live_range_max_time"] = int(m.group(1))
 
-    totals = re.findall(r"^Total bytes: (\d+)",
-                        text(".cpu_after_optimizations-memory-usage-report.txt"), re.M)
+    usage = text(".cpu_after_optimizations-memory-usage-report.txt")
+    totals = re.findall(r"^Total bytes: (\d+)", usage, re.M)
     out["memory_usage_report_total_bytes"] = [int(t) for t in totals]
+    # Per memory space, by XLA's name for it: "default (color=0)", "vmem (color=1)", ...
+    out["memory_usage_report"] = {
+        f"{name} (color={color})": int(total) for name, color, total in re.findall(
+            r"^Memory Space: (\S+) \(color=(\d+)\)\nTotal bytes: (\d+)", usage, re.M)}
+
+    # The sum of the allocation sizes in -buffer-assignment.txt, per color
+    # ("allocation 16: size 14680064, color 1, ..."; no "color" means 0).
+    by_color = {}
+    for size, rest in re.findall(r"^allocation \d+: size (\d+),(.*)$",
+                                 text(".cpu_after_optimizations-buffer-assignment.txt"), re.M):
+        color = re.search(r"\bcolor (\d+)", rest)
+        color = color.group(1) if color else "0"
+        by_color[color] = by_color.get(color, 0) + int(size)
+    out["allocation_bytes_by_color"] = dict(sorted(by_color.items(), key=lambda kv: int(kv[0])))
     return out
 
 
@@ -250,6 +268,15 @@ def aval_info(leaf):
     if spec is not None:
         info["sharding"] = str(spec)
     return info
+
+
+def write_truth(case, truth):
+    text = json.dumps(truth, indent=1)
+    # Put lists of plain numbers (shapes, argnums) on one line to keep the file
+    # short. Only multi-line lists are touched: a "[" inside a JSON string (an
+    # HLO shape in the header) is never followed by a raw newline.
+    text = re.sub(r"\[\s*\n[\d,\s]*\]", lambda m: json.dumps(json.loads(m.group(0))), text)
+    (SAMPLES_DIR / case / "truth.json").write_text(text + "\n")
 
 
 def child(case):
@@ -341,12 +368,7 @@ def child(case):
         }],
         "all_dump_prefixes": sorted(dump_prefixes(dump_dir)),
     }
-    text = json.dumps(truth, indent=1)
-    # Put lists of plain numbers (shapes, argnums) on one line to keep the file
-    # short. Only multi-line lists are touched: a "[" inside a JSON string (an
-    # HLO shape in the header) is never followed by a raw newline.
-    text = re.sub(r"\[\s*\n[\d,\s]*\]", lambda m: json.dumps(json.loads(m.group(0))), text)
-    (SAMPLES_DIR / case / "truth.json").write_text(text + "\n")
+    write_truth(case, truth)
 
     r = truth["modules_of_interest"][0]["xla_reported"]
     print(f"{case:18s} {prefix:28s} arg={memory_analysis['argument_size_in_bytes']} "
@@ -355,25 +377,303 @@ def child(case):
           f"total_bytes_used={r.get('total_bytes_used')} live_peak={r.get('live_range_peak_bytes')}")
 
 
+# ---------------------------------------------------------------------------
+# GPU and TPU cases: deviceless (ahead-of-time) compiles
+# ---------------------------------------------------------------------------
+#
+# No GPU or TPU is needed. The compiler comes with the backend's JAX package
+# (jax[cuda12]: jax-cuda12-plugin; jax[tpu]: libtpu) and is given a description
+# of the target instead of a device:
+#   gpu  get_topology_desc(platform="cuda", target_config=<h100.txtpb>,
+#        topology="1x1x4")        (partitions x hosts x GPUs per host)
+#   tpu  get_topology_desc(topology_name="v5e:2x2", platform="tpu")
+# Every argument is a ShapeDtypeStruct placed on the topology's first device,
+# so each case compiles one single-device module, like the CPU cases.
+
+# The GpuTargetConfigProto of the NVIDIA H100 SXM, trimmed from XLA's
+# xla/backends/gpu/target_config/specs/h100_sxm.txtpb (Apache-2.0).
+H100_CONFIG = SAMPLES_DIR / "h100.txtpb"
+
+# The environment of a deviceless compile: JAX_PLATFORMS=cpu keeps JAX from
+# looking for real devices (the cuda/tpu compilers still load), the TPU ones
+# keep libtpu from asking a metadata server for the host's TPU and from
+# refusing to load in a second process (it takes /tmp/libtpu_lockfile).
+ACCEL_ENV = {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
+
+# name -> (description, backend, topology, the CPU case whose program it compiles)
+ACCEL_CASES = {
+    "gpu_mlp_train_donate": (
+        "mlp_train_donate compiled for an H100 (deviceless): MLP 256-512-512-256 f32 SGD "
+        "step, batch 64, params donated", "gpu", "1x1x4", "mlp_train_donate"),
+    "gpu_while_loop": (
+        "while_loop compiled for an H100 (deviceless): lax.while_loop with a 4-tuple carry, "
+        "data-dependent termination", "gpu", "1x1x4", "while_loop"),
+    "tpu_mlp_train_donate": (
+        "mlp_train_donate compiled for TPU v5e (v5e:2x2, one device): MLP 256-512-512-256 "
+        "f32 SGD step, params donated", "tpu", "v5e:2x2", "mlp_train_donate"),
+    "tpu_cond_branches": (
+        "cond_branches compiled for TPU v5e (v5e:2x2, one device): lax.cond with a heavy "
+        "(two matmuls) and a light branch", "tpu", "v5e:2x2", "cond_branches"),
+    "tpu_while_loop": (
+        "while_loop compiled for TPU v5e (v5e:2x2, one device): lax.while_loop with a "
+        "4-tuple carry; async copies and VMEM (S(1)) values", "tpu", "v5e:2x2", "while_loop"),
+    "tpu_v6e_mlp_train_donate": (
+        "mlp_train_donate compiled for TPU v6e (v6e:2x2, one device): the v5e case on "
+        "another chip", "tpu", "v6e:2x2", "mlp_train_donate"),
+}
+
+# What is kept of an accelerator dump: the same six files as on CPU (the
+# after-optimizations ones are named module_NNNN.<name>.sm_9.0a_gpu_after_... on
+# GPU and module_NNNN.<name>.cl_<id>.after_... on TPU) and, on TPU, the
+# target_arguments.txt that names the chip (hlomem reads it for TPU sizes).
+# Dropped: GPU LLVM IR/PTX, thunk sequences, autotune results, configs; TPU
+# after_codegen, *_before/after_buffer_assignment copies, flag files, ...
+ACCEL_KEPT = re.compile(r"(\.before_optimizations|after_optimizations"
+                        r"(-buffer-assignment(-values)?|-live-range|-memory-usage-report)?"
+                        r"|\.target_arguments)\.txt$")
+
+MEMORY_ANALYSIS_FIELDS = (
+    "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+    "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes",
+    "host_argument_size_in_bytes", "host_output_size_in_bytes",
+    "host_alias_size_in_bytes", "host_temp_size_in_bytes",
+    "host_generated_code_size_in_bytes")
+
+
+def accel_package_missing(backend):
+    """Why this interpreter cannot compile for `backend`, or None."""
+    import importlib.metadata as md
+    package = {"gpu": "jax-cuda12-plugin", "tpu": "libtpu"}[backend]
+    try:
+        md.version(package)
+        return None
+    except md.PackageNotFoundError:
+        return (f"{sys.executable} has no {package}: run the {backend} cases with the python of "
+                f"a venv made as samples/README.md says")
+
+
+def run_accel_case_in_subprocess(case):
+    """Wipe samples/<case>/ and regenerate it in a fresh interpreter."""
+    case_dir = SAMPLES_DIR / case
+    if case_dir.exists():
+        shutil.rmtree(case_dir)
+    dump_dir = case_dir / "dump"
+    dump_dir.mkdir(parents=True)
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text"
+    env.update(ACCEL_ENV)
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", case],
+                   env=env, check=True, cwd=REPO_ROOT)
+
+
+def after_optimizations_infix(dump_dir, prefix):
+    """'.cpu_after_optimizations', '.sm_9.0a_gpu_after_optimizations' or
+    '.after_optimizations': what follows `prefix` in its after-optimizations
+    file names, or None if the module has none."""
+    for p in sorted(dump_dir.iterdir()):
+        if p.name.startswith(prefix + ".") and p.name.endswith("after_optimizations.txt"):
+            return p.name[len(prefix):-len(".txt")]
+    return None
+
+
+def accel_child(case):
+    description, backend, topology, program = ACCEL_CASES[case]
+    x64 = CASES[program][1]
+    flags = os.environ.get("XLA_FLAGS", "")
+    dump_dir = SAMPLES_DIR / case / "dump"
+    assert f"--xla_dump_to={dump_dir}" in flags, "run without --child; XLA_FLAGS is set by the parent"
+
+    import importlib.metadata as md
+    import jaxlib
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+    from jax.experimental import topologies
+    from jax.sharding import SingleDeviceSharding
+
+    jax.config.update("jax_enable_x64", x64)
+    jax.config.update("jax_hlo_source_file_canonicalization_regex",
+                      "^" + re.escape(str(REPO_ROOT) + os.sep))
+    if backend == "tpu":
+        devices = topologies.get_topology_desc(topology_name=topology, platform="tpu").devices
+    else:
+        devices = topologies.get_topology_desc(
+            platform="cuda", topology_name="", target_config=H100_CONFIG.read_text(),
+            topology=topology).devices
+
+    label, fn, args, donate = build_case(program, jax, jnp, lax)
+    on_device = SingleDeviceSharding(devices[0])
+    args = jax.tree_util.tree_map(
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=on_device), args)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lowered = jax.jit(fn, donate_argnums=donate).lower(*args)
+        compiled = lowered.compile()
+    ma = compiled.memory_analysis()
+    memory_analysis = {f: (int(getattr(ma, f)) if getattr(ma, f, None) is not None else None)
+                       for f in MEMORY_ANALYSIS_FIELDS}
+
+    # The module of interest is the one with after-optimizations reports; any
+    # other module the backend dumped on the way is dropped with its files.
+    with_after = [p for p in sorted(dump_prefixes(dump_dir))
+                  if after_optimizations_infix(dump_dir, p)]
+    assert len(with_after) == 1, f"expected one optimized module in the dump, got {with_after}"
+    prefix = with_after[0]
+    after = after_optimizations_infix(dump_dir, prefix)
+    dropped = sorted(dump_prefixes(dump_dir) - {prefix})
+    for p in sorted(dump_dir.iterdir()):
+        if p.is_dir():
+            shutil.rmtree(p)
+        elif not p.name.startswith(prefix + ".") or not ACCEL_KEPT.search(p.name):
+            p.unlink()
+    files = {p.name[len(prefix) + 1:]: p.stat().st_size for p in sorted(dump_dir.iterdir())}
+
+    after_opt = (dump_dir / (prefix + after + ".txt")).read_text()
+    header = after_opt.split("\n", 1)[0]
+    module_name = header.split()[1].rstrip(",")
+
+    in_leaves = jax.tree_util.tree_leaves(args)
+    arg_infos = jax.tree_util.tree_leaves(lowered.args_info)
+    inputs = [dict(aval_info(a), donated=bool(i.donated)) for a, i in zip(in_leaves, arg_infos)]
+    outputs = [aval_info(o) for o in jax.tree_util.tree_leaves(compiled.out_info)]
+    for io in inputs + outputs:
+        io.pop("sharding", None)  # all on one device
+
+    versions = {}
+    for package in ("jax", "jaxlib", "libtpu", "jax-cuda12-plugin", "jax-cuda12-pjrt"):
+        try:
+            versions[package] = md.version(package)
+        except md.PackageNotFoundError:
+            pass
+
+    truth = {
+        "case": case,
+        "jax_version": jax.__version__,
+        "jaxlib_version": jaxlib.__version__,
+        "versions": versions,
+        "backend": backend,
+        "platform": devices[0].platform,
+        "device_kind": devices[0].device_kind,
+        "topology": topology,
+        "target_config": "samples/h100.txtpb" if backend == "gpu" else None,
+        "device_count": len(devices),
+        "devices_used": 1,
+        "x64": x64,
+        "xla_flags": [f if not f.startswith("--xla_dump_to=")
+                      else f"--xla_dump_to=samples/{case}/dump" for f in flags.split()],
+        "env": ACCEL_ENV,
+        "command": f"python samples/gen_samples.py {case}",
+        "modules_of_interest": [{
+            "label": label,
+            "module_name": module_name,
+            "dump_prefix": prefix,
+            "after_optimizations_file": prefix + after + ".txt",
+            "program": program,
+            "description": description,
+            "donate_argnums": list(donate),
+            "donated_parameters": [n for n, i in enumerate(inputs) if i["donated"]],
+            "inputs": inputs,
+            "outputs": outputs,
+            "python_warnings": sorted({str(w.message) for w in caught}),
+            "memory_analysis": memory_analysis,
+            "memory_analysis_arg_plus_out_minus_alias_plus_temp": (
+                memory_analysis["argument_size_in_bytes"] + memory_analysis["output_size_in_bytes"]
+                - memory_analysis["alias_size_in_bytes"] + memory_analysis["temp_size_in_bytes"]),
+            "xla_reported": read_xla_reports(dump_dir, prefix, after),
+            "after_optimizations_header": header,
+            "files": files,
+        }],
+        "all_dump_prefixes": sorted(dump_prefixes(dump_dir)),
+        "dropped_modules": dropped,
+    }
+    if backend == "tpu":
+        truth["notes"] = [
+            "TPU: argument, output and alias of memory_analysis and color 0 (default, HBM) of the "
+            "buffer assignment are the figures to match; memory_analysis temp is not the buffer "
+            "assignment's HBM temp (later compiler stages change it), and 'Total bytes used' adds "
+            "the on-chip spaces (vmem, smem, ...) that memory-space assignment places"]
+    write_truth(case, truth)
+
+    r = truth["modules_of_interest"][0]["xla_reported"]
+    print(f"{case:24s} {prefix:36s} arg={memory_analysis['argument_size_in_bytes']} "
+          f"out={memory_analysis['output_size_in_bytes']} alias={memory_analysis['alias_size_in_bytes']} "
+          f"temp={memory_analysis['temp_size_in_bytes']} by_color={r['allocation_bytes_by_color']} "
+          f"total_bytes_used={r.get('total_bytes_used')}")
+
+
+def reparse(case):
+    """Re-read XLA's reports in samples/<case>/dump into truth.json's
+    xla_reported (no compile): for a new truth.json field on old dumps."""
+    path = SAMPLES_DIR / case / "truth.json"
+    truth = json.loads(path.read_text())
+    dump_dir = SAMPLES_DIR / case / "dump"
+    for module in truth["modules_of_interest"]:
+        prefix = module["dump_prefix"]
+        module["xla_reported"] = read_xla_reports(
+            dump_dir, prefix, after_optimizations_infix(dump_dir, prefix))
+    write_truth(case, truth)
+    print(f"{case}: xla_reported re-read from the dump")
+
+
+def backend_of(case):
+    return ACCEL_CASES[case][1] if case in ACCEL_CASES else "cpu"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("cases", nargs="*", help=f"cases to regenerate (default: all): {', '.join(CASES)}")
+    ap.add_argument("cases", nargs="*",
+                    help=f"cases to regenerate (default: all CPU cases, or all of --backend): "
+                         f"{', '.join([*CASES, *ACCEL_CASES])}")
+    ap.add_argument("--backend", choices=["cpu", "gpu", "tpu"],
+                    help="regenerate every case of this backend (gpu, tpu: run with the python "
+                         "of a venv that has jax[cuda12] / jax[tpu])")
+    ap.add_argument("--topology", help="with --backend: only the cases of this topology "
+                                       "(tpu: v5e:2x2, v6e:2x2; gpu: 1x1x4)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
+    ap.add_argument("--reparse", action="store_true",
+                    help="re-read XLA's reports of the existing dumps into truth.json (no compile)")
     ap.add_argument("--child", metavar="CASE", help=argparse.SUPPRESS)
     opts = ap.parse_args()
 
     if opts.child:
-        child(opts.child)
+        if opts.child in ACCEL_CASES:
+            accel_child(opts.child)
+        else:
+            child(opts.child)
         return
     if opts.list:
         for name, (desc, _, _) in CASES.items():
-            print(f"{name:18s} {desc}")
+            print(f"{name:24s} cpu             {desc}")
+        for name, (desc, backend, topology, _) in ACCEL_CASES.items():
+            print(f"{name:24s} {backend} {topology:10s} {desc}")
         return
-    unknown = [c for c in opts.cases if c not in CASES]
+    unknown = [c for c in opts.cases if c not in CASES and c not in ACCEL_CASES]
     if unknown:
         ap.error(f"unknown case(s): {', '.join(unknown)}")
-    for case in opts.cases or CASES:
-        run_case_in_subprocess(case)
+    if opts.topology and not opts.backend:
+        ap.error("--topology goes with --backend")
+    cases = opts.cases
+    if not cases:
+        backend = opts.backend or "cpu"
+        cases = [c for c in [*CASES, *ACCEL_CASES] if backend_of(c) == backend
+                 and (not opts.topology or ACCEL_CASES.get(c, (0, 0, None))[2] == opts.topology)]
+        if not cases:
+            ap.error(f"no {backend} case has topology {opts.topology}")
+    if opts.reparse:
+        for case in cases if opts.cases or opts.backend else [*CASES, *ACCEL_CASES]:
+            if (SAMPLES_DIR / case / "truth.json").exists():
+                reparse(case)
+        return
+    for backend in sorted({backend_of(c) for c in cases} - {"cpu"}):
+        missing = accel_package_missing(backend)
+        if missing:
+            ap.error(missing)
+    for case in cases:
+        if case in ACCEL_CASES:
+            run_accel_case_in_subprocess(case)
+        else:
+            run_case_in_subprocess(case)
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 module
                     .op_name(p)
                     .unwrap_or_else(|| module.instr(p).name.clone()),
-                human_bytes(module.instr(p).shape.total_byte_size()),
+                human_bytes(model.target.total_size(&module.instr(p).shape)),
                 module.instr(reader).name,
                 module
                     .source_location(reader)
@@ -261,7 +261,7 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
                 parameter: number,
                 output: index,
                 producer,
-                bytes: instr.shape.byte_size(),
+                bytes: model.target.buffer_size(&instr.shape),
             });
         }
     }

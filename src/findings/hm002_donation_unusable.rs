@@ -20,18 +20,18 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let Some(shape) = module.instr(p).shape.subshape(&donor.parameter_index) else {
             continue;
         };
-        let bytes = shape.byte_size();
+        let bytes = model.target.buffer_size(shape);
         let unused = model.dataflow.value_of[p.index()]
             .first()
             .is_some_and(|v| model.dataflow.values[v.index()].uses.is_empty());
         let same_size: Vec<String> = outputs
             .iter()
-            .filter(|(_, s)| s.byte_size() == bytes)
+            .filter(|(_, s)| model.target.buffer_size(s) == bytes)
             .map(|(i, s)| format!("{i:?} {s}"))
             .collect();
         let listing: Vec<String> = outputs
             .iter()
-            .map(|(_, s)| format!("{s} ({})", human_bytes(s.byte_size())))
+            .map(|(_, s)| format!("{s} ({})", human_bytes(model.target.buffer_size(s))))
             .collect();
         let reason = if unused {
             "the function never reads it".to_string()

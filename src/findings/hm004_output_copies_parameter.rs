@@ -8,7 +8,7 @@ use crate::analysis::MemoryModel;
 use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
 
-pub fn check(module: &Module, _model: &MemoryModel) -> Vec<Finding> {
+pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let entry = module.entry();
     let root = module.instr(entry.root);
     let outputs: Vec<(Vec<u64>, crate::hlo::InstrId)> = if root.opcode == Opcode::Tuple {
@@ -40,7 +40,7 @@ pub fn check(module: &Module, _model: &MemoryModel) -> Vec<Finding> {
             continue;
         }
         let number = src.parameter_number.unwrap_or(0);
-        let bytes = instr.shape.byte_size();
+        let bytes = model.target.buffer_size(&instr.shape);
         let donated = module
             .header
             .input_output_alias

@@ -12,8 +12,18 @@ use crate::units::human_bytes;
 const LISTED: usize = 5;
 
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
-    let t = &model.totals;
-    if t.total_bytes == 0 || t.temp_bytes * 2 <= t.total_bytes {
+    // Device memory only: on TPU the on-chip spaces (VMEM...) are not what
+    // runs out, and their layout is an estimate.
+    let in_device = |a: &crate::analysis::assign::Allocation| a.color == 0;
+    let temp_bytes: u64 = model
+        .assignment
+        .allocations
+        .iter()
+        .filter(|a| in_device(a) && a.kind == crate::analysis::assign::AllocationKind::Temp)
+        .map(|a| a.size)
+        .sum();
+    let device_bytes = model.totals.device_bytes;
+    if device_bytes == 0 || temp_bytes * 2 <= device_bytes {
         return Vec::new();
     }
     let temps: Vec<_> = model
@@ -21,6 +31,10 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         .buffers
         .iter()
         .filter(|b| b.kind == BufferKind::Temp)
+        .filter(|b| {
+            model.assignment.allocation_of[b.buffer.index()]
+                .is_some_and(|a| in_device(&model.assignment.allocations[a]))
+        })
         .collect();
     let mut evidence = Vec::new();
     let mut activations = 0u64;
@@ -60,15 +74,15 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             at
         ));
     }
-    let percent = t.temp_bytes as f64 * 100.0 / t.total_bytes as f64;
+    let percent = temp_bytes as f64 * 100.0 / device_bytes as f64;
     let mut f = Finding::new(
         "HM005",
         format!(
             "temporaries take {} of the {} this module needs ({percent:.0}%)",
-            human_bytes(t.temp_bytes),
-            human_bytes(t.total_bytes)
+            human_bytes(temp_bytes),
+            human_bytes(device_bytes)
         ),
-        t.temp_bytes,
+        temp_bytes,
         if activations > 0 {
             "rematerialize: wrap layers in jax.checkpoint so saved activations are recomputed in the backward pass"
                 .into()

@@ -243,7 +243,7 @@ impl ModuleReport {
         let parameters: Vec<ParameterReport> = entry
             .parameters
             .iter()
-            .map(|&id| parameter_report(module, id))
+            .map(|&id| parameter_report(module, &model.target, id))
             .collect();
         let result = &module.instr(entry.root).shape;
         // The first alias entry of each output (a model may have thousands of each).
@@ -261,7 +261,7 @@ impl ModuleReport {
                     index: a.parameter_index.clone(),
                 });
                 OutputReport {
-                    bytes: shape.byte_size(),
+                    bytes: model.target.buffer_size(shape),
                     shape: shape.clone(),
                     index,
                     aliases_parameter,
@@ -293,7 +293,7 @@ impl ModuleReport {
             parameter_bytes: parameters
                 .iter()
                 .fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
-            output_bytes: result.total_byte_size(),
+            output_bytes: model.target.total_size(result),
             parameters,
             outputs,
             target: model.target.clone(),
@@ -332,14 +332,18 @@ impl ModuleReport {
     }
 }
 
-fn parameter_report(module: &Module, id: InstrId) -> ParameterReport {
+fn parameter_report(
+    module: &Module,
+    target: &crate::target::Target,
+    id: InstrId,
+) -> ParameterReport {
     let instr = module.instr(id);
     let (op_name, source) = module.origin(id);
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
         name: instr.name.clone(),
         shape: (*instr.shape).clone(),
-        bytes: instr.shape.total_byte_size(),
+        bytes: target.total_size(&instr.shape),
         op_name,
         source: source.map(|l| l.to_string()),
     }

@@ -176,6 +176,17 @@ impl Target {
         }
     }
 
+    /// Bytes of a whole value of this shape: a tuple's index table and every
+    /// element, nested; what an entry parameter or the result occupies.
+    pub fn total_size(&self, shape: &Shape) -> u64 {
+        match shape {
+            Shape::Tuple(elements) => elements.iter().fold(self.buffer_size(shape), |acc, e| {
+                acc.saturating_add(self.total_size(e))
+            }),
+            _ => self.buffer_size(shape),
+        }
+    }
+
     /// The memory space (XLA's buffer "color") a buffer of this shape lives in.
     pub fn memory_space(&self, shape: &Shape) -> u64 {
         match (self.backend, shape) {

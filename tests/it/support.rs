@@ -24,7 +24,9 @@ pub fn relative(path: &Path) -> PathBuf {
         .unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Every sample's after-optimizations HLO file, sorted.
+/// Every sample's after-optimizations HLO file, sorted: CPU
+/// (`...cpu_after_optimizations.txt`), GPU (`...sm_9.0a_gpu_after_optimizations.txt`)
+/// and TPU (`...cl_NNN.after_optimizations.txt`).
 pub fn sample_modules() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("samples"))
         .expect("samples/ exists")
@@ -49,6 +51,44 @@ pub fn sample_truth(case: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(root().join("samples").join(case).join("truth.json"))
         .expect("truth.json");
     serde_json::from_str(&text).expect("truth.json is JSON")
+}
+
+/// The backend a sample was compiled for: `cpu`, `gpu` or `tpu` (the
+/// `backend` of its `truth.json`; the CPU samples predate the field).
+pub fn sample_backend(case: &str) -> String {
+    sample_truth(case)["backend"]
+        .as_str()
+        .unwrap_or("cpu")
+        .to_string()
+}
+
+/// The case of a sample's after-optimizations file (`samples/<case>/dump/...`)
+/// and its entry in that case's `truth.json` `modules_of_interest`: the one
+/// whose `dump_prefix` starts the file name (`module_0000.jit_fn` for
+/// `module_0000.jit_fn.cpu_after_optimizations.txt`,
+/// `module_0000.jit_f.cl_1` for `module_0000.jit_f.cl_1.after_optimizations.txt`).
+pub fn sample_module_truth(path: &Path) -> (String, serde_json::Value) {
+    let case = relative(path)
+        .components()
+        .nth(1)
+        .expect("samples/<case>/dump/<file>")
+        .as_os_str()
+        .to_string_lossy()
+        .into_owned();
+    let file = path.file_name().unwrap().to_string_lossy().into_owned();
+    let truth = sample_truth(&case);
+    let module = truth["modules_of_interest"]
+        .as_array()
+        .expect("modules_of_interest")
+        .iter()
+        .find(|m| {
+            m["dump_prefix"]
+                .as_str()
+                .is_some_and(|prefix| file.starts_with(&format!("{prefix}.")))
+        })
+        .unwrap_or_else(|| panic!("{case}: no truth for {file}"))
+        .clone();
+    (case, module)
 }
 
 /// Runs the binary from the crate root: (exit code, stdout, stderr).

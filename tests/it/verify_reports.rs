@@ -59,7 +59,8 @@ fn unreadable_reports_are_input_errors() {
         let lines: Vec<&str> = t.lines().collect();
         lines[..lines.len() / 2].join("\n") + "\n"
     };
-    let cases: Vec<(&str, &str, Box<dyn Fn(&str) -> String>, &str)> = vec![
+    type Edit = Box<dyn Fn(&str) -> String>;
+    let cases: Vec<(&str, &str, Edit, &str)> = vec![
         (
             "ba-garbage",
             "buffer-assignment",
