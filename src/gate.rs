@@ -64,6 +64,9 @@ pub struct CheckedModule {
     /// space, which is all of `total_bytes` off TPU), times the devices unless
     /// `per_device`.
     pub bytes: u64,
+    /// Which memory `bytes` is: `HBM` on TPU (on-chip VMEM does not count),
+    /// `device memory` elsewhere.
+    pub memory: &'static str,
     pub devices: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_by: Option<u64>,
@@ -102,6 +105,11 @@ pub fn check(report: &Report, budget: u64, per_device: bool, fail_on: &[String])
                 name: m.name.clone(),
                 file: m.file.clone(),
                 bytes,
+                memory: if m.target.backend == crate::target::Backend::Tpu {
+                    "HBM"
+                } else {
+                    "device memory"
+                },
                 devices: d,
                 over_by: bytes.checked_sub(budget).filter(|over| *over > 0),
                 failing_findings,

@@ -28,8 +28,9 @@ pub fn render_check(
             for m in &over {
                 let why = match m.over_by {
                     Some(o) => format!(
-                        "needs {} {scope}, {} over the budget of {}",
+                        "needs {} of {} {scope}, {} over the budget of {}",
                         human_bytes(m.bytes),
+                        m.memory,
                         human_bytes(o),
                         human_bytes(r.budget_bytes)
                     ),
@@ -89,10 +90,11 @@ pub fn render_check(
             match m.over_by {
                 Some(o) => writeln!(
                     out,
-                    "{}{}: needs {}{devices}, {} over",
+                    "{}{}: needs {} of {}{devices}, {} over",
                     if md { "- " } else { "  " },
                     m.key,
                     human_bytes(m.bytes),
+                    m.memory,
                     human_bytes(o)
                 )?,
                 None => writeln!(
