@@ -121,12 +121,18 @@ pub fn target_of(
     if target.backend != target::Backend::Tpu {
         return target;
     }
-    let tpu_version = tpu_version.or_else(|| {
-        let arguments = inputs::sibling(path, "target_arguments.txt")
-            .or_else(|| inputs::in_same_folder(path, ".target_arguments.txt"))?;
-        target::TpuVersion::from_target_arguments(&std::fs::read_to_string(arguments).ok()?)
-    });
-    target.with_tpu_version(tpu_version)
+    let named = tpu_version
+        .map(|v| (v, target::ChipSource::User))
+        .or_else(|| {
+            let arguments = inputs::sibling(path, "target_arguments.txt")
+                .or_else(|| inputs::in_same_folder(path, ".target_arguments.txt"))?;
+            let text = std::fs::read_to_string(arguments).ok()?;
+            Some((
+                target::TpuVersion::from_target_arguments(&text)?,
+                target::ChipSource::Dump,
+            ))
+        });
+    target.with_tpu_version(named)
 }
 
 /// One module: parsed, analyzed, summarized, and dropped before the next.
@@ -138,12 +144,32 @@ fn analyze_one(
     let target = target_of(&module, &input.path, options.backend, options.tpu_version);
     let model = analysis::analyze(&module, &target);
     let mut summary = report::ModuleReport::build(&module, &model);
-    if target.backend == target::Backend::Tpu && target.tpu_version.is_none() {
+    if target.chip_source == Some(target::ChipSource::Assumed) {
         summary.notes.push(
             "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
              as on v5e (512 bytes; 32 on v5p and v6e); --tpu sets the chip"
                 .into(),
         );
+    }
+    let detected = target::Target::detect(&module);
+    if options.backend.is_some_and(|b| b != detected.backend)
+        && matches!(detected.evidence, target::Evidence::Marker(_))
+    {
+        summary.notes.push(format!(
+            "--backend {} overrides the text, which is {}'s ({}): these numbers follow rules this module \
+             was not compiled under",
+            target.backend,
+            detected.backend,
+            match &detected.evidence {
+                target::Evidence::Marker(m) => m.as_str(),
+                _ => "",
+            }
+        ));
+    }
+    if options.tpu_version.is_some() && target.backend != target::Backend::Tpu {
+        summary
+            .notes
+            .push("--tpu applies to TPU modules only; this one is not, so it was ignored".into());
     }
     summary.key = input.key.clone();
     if input.unoptimized || !module.header.is_scheduled {

@@ -46,11 +46,13 @@ pub struct Totals {
     pub output_bytes: u64,
     /// Donated parameters' allocations, counted in both of the above (`alias_size_in_bytes`).
     pub alias_bytes: u64,
-    /// The preallocated temporary block (`temp_size_in_bytes`).
+    /// The preallocated temporary block in device memory (`temp_size_in_bytes`
+    /// on CPU and GPU; on TPU the HBM block, the on-chip ones being in `by_space`).
     pub temp_bytes: u64,
     /// Every allocation, constants and reducer scratch included ("Total bytes used").
     pub total_bytes: u64,
-    /// Most bytes live at one moment, each buffer counted once.
+    /// Most bytes of device memory (the default space) live at one moment,
+    /// each buffer counted once.
     pub live_peak_bytes: u64,
     /// The default memory space's allocations: what must fit in the device's
     /// memory (HBM on TPU, GPU memory, RAM on CPU). Equals `total_bytes` off TPU.
@@ -158,7 +160,10 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
                     totals.alias_bytes = totals.alias_bytes.saturating_add(a.size);
                 }
             }
-            AllocationKind::Temp => totals.temp_bytes = totals.temp_bytes.saturating_add(a.size),
+            // Device memory's block: TPU's on-chip blocks are listed by space.
+            AllocationKind::Temp if a.color == 0 => {
+                totals.temp_bytes = totals.temp_bytes.saturating_add(a.size)
+            }
             _ => {}
         }
         if a.maybe_live_out {
@@ -184,7 +189,8 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
     }
 }
 
-/// The moment the most memory is in use, and what occupies it.
+/// The moment the most device memory (the default space: HBM on TPU) is in
+/// use, and what occupies it.
 ///
 /// A value is live over its inclusive live range, except that a value whose
 /// memory another value takes over at the instant it dies (an operand reused in
@@ -200,6 +206,10 @@ fn live_peak(
     let chunk = |v: ValueId| -> Option<(usize, u64, u64)> {
         let value = &dataflow.values[v.index()];
         let a = assignment.allocation_of[value.buffer.index()]?;
+        // Device memory only: TPU's on-chip spaces are not what runs out.
+        if assignment.allocations[a].color != 0 {
+            return None;
+        }
         let offset = match assignment
             .heap
             .chunks

@@ -168,9 +168,9 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
         )?;
         writeln!(
             out,
-            "{}hlomem's accounting of this module: total {}, arguments {}, outputs {}, aliased {}, temp {}",
+            "{}hlomem's accounting of this module: device memory {}, arguments {}, outputs {}, aliased {}, temp {}",
             s.item(),
-            human_bytes(d.memory.total_bytes),
+            human_bytes(d.memory.device_bytes),
             human_bytes(d.memory.argument_bytes),
             human_bytes(d.memory.output_bytes),
             human_bytes(d.memory.alias_bytes),

@@ -13,7 +13,7 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
         writeln!(out)?;
         writeln!(
             out,
-            "| module | total | temp | arguments | outputs | aliased | top finding |"
+            "| module | device memory | temp | arguments | outputs | aliased | top finding |"
         )?;
         writeln!(out, "|---|---:|---:|---:|---:|---:|---|")?;
         for m in &modules {
@@ -25,7 +25,7 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
                 out,
                 "| `{}` | {} | {} | {} | {} | {} | {} |",
                 m.key,
-                human_bytes(m.memory.total_bytes),
+                human_bytes(m.memory.device_bytes),
                 human_bytes(m.memory.temp_bytes),
                 human_bytes(m.memory.argument_bytes),
                 human_bytes(m.memory.output_bytes),

@@ -32,9 +32,10 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
     }
     let modules = report.largest_first();
     writeln!(out, "{} modules, largest first", modules.len())?;
+    // Device memory: what must fit (all of the total off TPU; HBM on TPU).
     let mut rows = vec![[
         "module".to_string(),
-        "total".into(),
+        "device memory".into(),
         "temp".into(),
         "arguments".into(),
         "outputs".into(),
@@ -48,7 +49,7 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
             .map(|f| format!("{} {} ({})", f.code, f.name, human_bytes(f.bytes)));
         rows.push([
             m.key.clone(),
-            human_bytes(m.memory.total_bytes),
+            human_bytes(m.memory.device_bytes),
             human_bytes(m.memory.temp_bytes),
             human_bytes(m.memory.argument_bytes),
             human_bytes(m.memory.output_bytes),
@@ -86,7 +87,13 @@ fn describe_target(target: &crate::target::Target) -> String {
             "assumed: nothing in the text names a backend; --backend sets it".to_string()
         }
     };
-    format!("{}{chip} ({why})", target.backend)
+    let chip_source = match target.chip_source {
+        Some(crate::target::ChipSource::Dump) => "; chip from the dump's target_arguments.txt",
+        Some(crate::target::ChipSource::User) => "; chip as --tpu says",
+        Some(crate::target::ChipSource::Assumed) => "; chip assumed, --tpu sets it",
+        None => "",
+    };
+    format!("{}{chip} ({why}{chip_source})", target.backend)
 }
 
 fn bold(text: &str, options: RenderOptions) -> String {
@@ -180,7 +187,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         [
             "live peak".into(),
             human_bytes(mem.live_peak_bytes),
-            "most bytes live at one moment, each buffer once".into(),
+            "most bytes of device memory live at one moment, each buffer once".into(),
         ],
     ];
     if mem.by_space.len() > 1 {

@@ -24,8 +24,8 @@ impl Report {
         let mut modules: Vec<&ModuleReport> = self.modules.iter().collect();
         modules.sort_by(|a, b| {
             b.memory
-                .total_bytes
-                .cmp(&a.memory.total_bytes)
+                .device_bytes
+                .cmp(&a.memory.device_bytes)
                 .then(a.key.cmp(&b.key))
         });
         modules
