@@ -197,8 +197,12 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 (0, _) => "device memory (HBM): what must fit on the chip".to_string(),
                 (_, true) => format!("memory space {}", space.color),
                 (_, false) => {
-                    "on-chip, laid out by XLA's memory-space assignment: hlomem's estimate"
-                        .to_string()
+                    let what = match space.name.as_str() {
+                        "vmem" => "on-chip vector memory",
+                        "smem" => "on-chip scalar memory",
+                        _ => "another memory space",
+                    };
+                    format!("{what}, laid out before the buffer assignment: hlomem's estimate")
                 }
             };
             spaces.push([
