@@ -138,7 +138,7 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
             color: 0,
             name: target.space_name(0),
             bytes: 0,
-            exact: true,
+            exact: target.space_is_exact(0),
         }],
         ..Totals::default()
     };
