@@ -263,3 +263,76 @@ fn corpus_accelerator_backend_is_read_from_the_text() {
         }
     }
 }
+
+/// Someone else's TPU v6e dumps (`external/tpu-v6e-2025`, libtpu 0.0.48) carry,
+/// beside some modules, the memory space XLA gave every value
+/// (`NAME.after.memory.json`: instruction → shape index → color). hlomem's
+/// space for each of those values must be the same.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_external_tpu_memory_spaces_equal_xla() {
+    let root = PathBuf::from(std::env::var_os("HLOMEM_CORPUS").expect("set HLOMEM_CORPUS"))
+        .join("external/tpu-v6e-2025");
+    let mut checked = (0, 0);
+    for folder in ["v6e-1", "v6e-2x2", "tpu-v6e"] {
+        for entry in std::fs::read_dir(root.join(folder)).unwrap().flatten() {
+            let json_path = entry.path();
+            let name = json_path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let Some(stem) = name.strip_suffix(".after.memory.json") else {
+                continue;
+            };
+            let hlo = json_path.with_file_name(format!("{stem}.after.hlo"));
+            if !hlo.is_file() {
+                continue;
+            }
+            let module = hlomem::load_module(&hlo).unwrap();
+            let target = hlomem::target::Target::detect(&module);
+            let model = hlomem::analysis::analyze(&module, &target);
+            let by_name: std::collections::HashMap<&str, usize> = module
+                .instructions
+                .iter()
+                .enumerate()
+                .map(|(i, instr)| (instr.name.as_str(), i))
+                .collect();
+            let spaces: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+            for (instr, indices) in spaces.as_object().unwrap() {
+                let id = by_name[instr.as_str()];
+                let shape = &module.instructions[id].shape;
+                for (index, color) in indices.as_object().unwrap() {
+                    let Some(color) = color.as_u64() else {
+                        continue; // "thread-local"
+                    };
+                    let index: Vec<u64> = index
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(|s| s.parse().unwrap())
+                        .collect();
+                    let node = hlomem::analysis::dataflow::node_of(shape, &index).unwrap();
+                    let value = &model.dataflow.values[model.dataflow.value_of[id][node].index()];
+                    let defining = module
+                        .instr(value.instr)
+                        .shape
+                        .subshape(&value.index)
+                        .unwrap();
+                    assert_eq!(
+                        target.memory_space(defining),
+                        color,
+                        "{folder}/{stem}: {instr}{index:?}"
+                    );
+                    checked.0 += 1;
+                }
+            }
+            checked.1 += 1;
+        }
+    }
+    assert!(checked.1 >= 10, "only {} modules", checked.1);
+    println!(
+        "{} values of {} modules in XLA's memory spaces",
+        checked.0, checked.1
+    );
+}
