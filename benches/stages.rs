@@ -63,7 +63,7 @@ fn stages(c: &mut Criterion) {
         let graph = ModuleGraph::build(&module);
         let schedule = Schedule::build(&module, &graph);
         let dataflow = Dataflow::build(&module, &graph, aliases, &target);
-        let ranges = liveness::live_ranges(&module, aliases, &dataflow, &schedule);
+        let ranges = liveness::live_ranges(&module, aliases, &dataflow, &schedule, &target);
         let model = analysis::analyze(&module, &target);
         let report = hlomem::Report {
             modules: vec![hlomem::report::ModuleReport::build(&module, &model)],
@@ -84,7 +84,7 @@ fn stages(c: &mut Criterion) {
             })
         });
         group.bench_function(BenchmarkId::from_parameter("live-ranges"), |b| {
-            b.iter(|| liveness::live_ranges(&module, aliases, &dataflow, &schedule))
+            b.iter(|| liveness::live_ranges(&module, aliases, &dataflow, &schedule, &target))
         });
         group.bench_function(BenchmarkId::from_parameter("assignment+heap"), |b| {
             b.iter(|| assign::assign(&module, aliases, &graph, &dataflow, &ranges, &target))

@@ -399,8 +399,17 @@ fn find_reusable(
     live_out: bool,
 ) -> Option<usize> {
     let buffer = &dataflow.buffers[b.index()];
+    let may_join_live_out = buffer.values.iter().all(|v| {
+        let value = &dataflow.values[v.index()];
+        module
+            .instr(value.instr)
+            .shape
+            .subshape(&value.index)
+            .is_none_or(|s| target.may_join_live_out(s))
+    });
     let fits = |a: &Allocation| {
         a.reusable
+            && (may_join_live_out || !a.maybe_live_out)
             && a.color == color
             && if live_out {
                 a.size == buffer.size

@@ -3,7 +3,10 @@
 
 use super::dataflow::{Dataflow, ValueId};
 use super::schedule::Schedule;
-use crate::hlo::{IoAlias, Module, Opcode};
+use std::collections::HashMap;
+
+use crate::hlo::{InstrId, IoAlias, Module, Opcode};
+use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveRange {
@@ -24,7 +27,19 @@ pub fn live_ranges(
     aliases: &[IoAlias],
     dataflow: &Dataflow,
     schedule: &Schedule,
+    target: &Target,
 ) -> Vec<Option<LiveRange>> {
+    // Newer libtpu starts an async computation's result at the async-start.
+    let mut async_start_of: HashMap<InstrId, InstrId> = HashMap::new();
+    if target.async_result_starts_at_start() {
+        for (i, instr) in module.instructions.iter().enumerate() {
+            if instr.opcode == Opcode::AsyncStart {
+                for &(_, callee) in instr.called.iter() {
+                    async_start_of.insert(module.comp(callee).root, InstrId(i as u32));
+                }
+            }
+        }
+    }
     let n = schedule.len();
     let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
     let is_root = |id: crate::hlo::InstrId| module.comp(module.instr(id).computation).root == id;
@@ -66,6 +81,12 @@ pub fn live_ranges(
                 } else {
                     pos_end
                 });
+            }
+            if let Some(t) = async_start_of
+                .get(&value.instr)
+                .and_then(|&s| schedule.time(s))
+            {
+                start = t;
             }
             let entry_param = def.opcode == Opcode::Parameter && def.computation == module.entry;
             let donated = entry_param

@@ -131,7 +131,7 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
     let graph = ModuleGraph::build(module);
     let schedule = Schedule::build(module, &graph);
     let dataflow = Dataflow::build(module, &graph, aliases, target);
-    let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule);
+    let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule, target);
     let assignment = assign::assign(module, aliases, &graph, &dataflow, &ranges, target);
     let mut totals = Totals {
         by_space: vec![SpaceBytes {

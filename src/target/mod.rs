@@ -75,6 +75,12 @@ pub struct Target {
     /// Where the chip came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chip_source: Option<ChipSource>,
+    /// A libtpu newer than 0.0.42 (the one JAX 0.10.2 pins) compiled it: its
+    /// async copies carry `"dma_priority"` in their backend config. It keeps
+    /// scalars out of output allocations and starts an async computation's
+    /// result at its async-start (libtpu 0.0.52's reports).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub newer_libtpu: bool,
 }
 
 /// Who named the TPU chip (the HLO text never does).
@@ -93,6 +99,9 @@ pub enum ChipSource {
 const CPU_ALIGNMENT: u64 = 64;
 /// XLA:GPU aligns every allocation to 256 bytes (`kXlaAllocatedBufferAlignBytes`).
 const GPU_ALIGNMENT: u64 = 256;
+
+/// What libtpu after 0.0.42 writes into an async copy's backend config.
+const NEWER_LIBTPU_MARKER: &str = "\"dma_priority\"";
 
 /// Text only one backend writes into an optimized module, most telling first.
 /// TPU layouts are read from the parsed shapes instead (see [`Target::detect`]).
@@ -119,6 +128,7 @@ impl Target {
             evidence: Evidence::Forced,
             tpu_version: None,
             chip_source: None,
+            newer_libtpu: false,
         }
     }
 
@@ -140,6 +150,7 @@ impl Target {
                 evidence: Evidence::Marker(format!("tiled layout {shape}")),
                 tpu_version: None,
                 chip_source: None,
+                newer_libtpu: module.text.contains(NEWER_LIBTPU_MARKER),
             };
         }
         for &(backend, marker) in MARKERS {
@@ -149,6 +160,7 @@ impl Target {
                     evidence: Evidence::Marker(marker.to_string()),
                     tpu_version: None,
                     chip_source: None,
+                    newer_libtpu: false,
                 };
             }
         }
@@ -157,6 +169,7 @@ impl Target {
             evidence: Evidence::Assumed,
             tpu_version: None,
             chip_source: None,
+            newer_libtpu: false,
         }
     }
 
@@ -227,6 +240,18 @@ impl Target {
         }
     }
 
+    /// Whether a buffer of this shape may join an allocation that may be
+    /// returned (`must_not_live_out`): newer libtpu keeps scalars out.
+    pub fn may_join_live_out(&self, shape: &Shape) -> bool {
+        !(self.newer_libtpu && matches!(shape, Shape::Array(a) if a.dims.is_empty()))
+    }
+
+    /// Whether an async computation's result starts at its async-start
+    /// (newer libtpu) rather than at its own root's position.
+    pub fn async_result_starts_at_start(&self) -> bool {
+        self.newer_libtpu
+    }
+
     /// Spaces whose block XLA creates before assigning any buffer: TPU's VMEM,
     /// laid out by memory-space assignment.
     pub fn preset_colors(&self) -> &'static [u64] {
@@ -251,5 +276,36 @@ fn has_tiles(shape: &Shape) -> bool {
         Shape::Array(a) => a.layout.as_ref().is_some_and(|l| !l.tiles.is_empty()),
         Shape::Tuple(elements) => elements.iter().any(has_tiles),
         Shape::Buffer(inner) => has_tiles(inner),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn module(copy_config: &str) -> Module {
+        let text = format!(
+            "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[8]) -> f32[8] {{\n  \
+             %p = f32[8]{{0:T(256)}} parameter(0)\n  \
+             %cs = (f32[8]{{0:T(256)S(1)}}, f32[8]{{0:T(256)}}, u32[]{{:S(2)}}) copy-start(%p){copy_config}\n  \
+             ROOT %cd = f32[8]{{0:T(256)S(1)}} copy-done(%cs)\n}}\n"
+        );
+        crate::parse_text("m.txt", text).expect("parses")
+    }
+
+    #[test]
+    fn the_backend_and_the_libtpu_era_come_from_the_text() {
+        let old = Target::detect(&module(""));
+        assert_eq!(old.backend, Backend::Tpu);
+        assert!(!old.newer_libtpu);
+        let new = Target::detect(&module(r#", backend_config={"dma_priority":1}"#));
+        assert!(new.newer_libtpu);
+        let scalar = Shape::Array(crate::hlo::ArrayShape {
+            element: crate::hlo::ElementType::F32,
+            dims: Vec::new(),
+            layout: None,
+        });
+        assert!(old.may_join_live_out(&scalar));
+        assert!(!new.may_join_live_out(&scalar));
     }
 }
