@@ -48,8 +48,8 @@ pub fn render_check(
             if over.is_empty() {
                 writeln!(
                     out,
-                    "::notice title=hlomem check::{} modules within {} {scope}",
-                    r.modules.len(),
+                    "::notice title=hlomem check::{} within {} {scope}",
+                    modules(r.modules.len()),
                     human_bytes(r.budget_bytes)
                 )?;
             }
@@ -62,13 +62,13 @@ pub fn render_check(
         let largest = r
             .modules
             .first()
-            .map(|m| format!("; largest {} needs {}", m.key, human_bytes(m.bytes)))
+            .map(|m| format!("; largest {} needs {} of {}", m.key, human_bytes(m.bytes), m.memory))
             .unwrap_or_default();
         writeln!(
             out,
-            "{}ok: {} modules within the budget of {} {scope}{largest}",
+            "{}ok: {} within the budget of {} {scope}{largest}",
             if md { "✅ " } else { "" },
-            r.modules.len(),
+            modules(r.modules.len()),
             human_bytes(r.budget_bytes)
         )?;
     } else {
@@ -230,4 +230,13 @@ pub fn render_diff(
         writeln!(out, "{item}only in the new dump: {k}")?;
     }
     Ok(())
+}
+
+/// `1 module`, `3 modules`.
+fn modules(n: usize) -> String {
+    if n == 1 {
+        "1 module".to_string()
+    } else {
+        format!("{n} modules")
+    }
 }
