@@ -62,7 +62,14 @@ pub fn render_check(
         let largest = r
             .modules
             .first()
-            .map(|m| format!("; largest {} needs {} of {}", m.key, human_bytes(m.bytes), m.memory))
+            .map(|m| {
+                format!(
+                    "; largest {} needs {} of {}",
+                    m.key,
+                    human_bytes(m.bytes),
+                    m.memory
+                )
+            })
             .unwrap_or_default();
         writeln!(
             out,
