@@ -132,11 +132,26 @@ impl Diagnostic {
         }
         let line_range = file.line_range(start);
         let line_text = file.text[line_range.clone()].to_string();
-        let caret_start = start.saturating_sub(line_range.start).min(line_text.len());
-        let caret_end = span
-            .end
-            .saturating_sub(line_range.start)
-            .clamp(caret_start, line_text.len());
+        // The caret covers whole characters: a span of one byte may start or
+        // end inside a multi-byte one (`├──` in XLA's reports).
+        let floor = |mut i: usize| {
+            while i > 0 && !line_text.is_char_boundary(i) {
+                i -= 1;
+            }
+            i
+        };
+        let ceil = |mut i: usize| {
+            while i < line_text.len() && !line_text.is_char_boundary(i) {
+                i += 1;
+            }
+            i
+        };
+        let caret_start = floor(start.saturating_sub(line_range.start).min(line_text.len()));
+        let caret_end = ceil(
+            span.end
+                .saturating_sub(line_range.start)
+                .clamp(caret_start, line_text.len()),
+        );
         let (line, column) = file.line_col(start);
         Diagnostic {
             path: file.path.clone(),

@@ -142,6 +142,24 @@ fn analyze_one(
 ) -> Result<(report::ModuleReport, Option<(PathBuf, Error)>), Error> {
     let module = load_module(&input.path)?;
     let target = target_of(&module, &input.path, options.backend, options.tpu_version);
+    // A size the backend's padding pushes past 64 bits is refused, as the
+    // parser refuses one that is too large unpadded: never a saturated total.
+    if let Some(instr) = module
+        .instructions
+        .iter()
+        .find(|i| !target.sizes_fit(&i.shape))
+    {
+        let file = source::SourceFile::from_text(module.path.clone(), module.text.clone());
+        return Err(Error::at(
+            &file,
+            instr.span.start as usize..instr.span.end as usize,
+            format!(
+                "shape `{}` is larger than 2^64 bytes once padded to {}'s tiles",
+                instr.shape, target.backend
+            ),
+            "this instruction",
+        ));
+    }
     let model = analysis::analyze(&module, &target);
     let mut summary = report::ModuleReport::build(&module, &model);
     if target.chip_source == Some(target::ChipSource::Assumed) {

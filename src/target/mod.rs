@@ -209,6 +209,15 @@ impl Target {
         }
     }
 
+    /// Whether every buffer of `shape` has a size that fits in 64 bits on this
+    /// backend (TPU pads to tiles, so a shape that fits elsewhere may not).
+    pub fn sizes_fit(&self, shape: &Shape) -> bool {
+        match self.backend {
+            Backend::Tpu => tpu::sizes_fit(shape),
+            Backend::Cpu | Backend::Gpu => shape.sizes_fit(),
+        }
+    }
+
     /// Bytes of a whole value of this shape: a tuple's index table and every
     /// element, nested; what an entry parameter or the result occupies.
     pub fn total_size(&self, shape: &Shape) -> u64 {

@@ -85,8 +85,20 @@ const UNTILED_MIN_ELEMENTS: u64 = 1024;
 /// Scalar memory: untiled arrays take their plain size there.
 const SMEM: u64 = 2;
 
+/// Whether every buffer of `shape` (each tuple level and array) has a padded
+/// size that fits in 64 bits.
+pub fn sizes_fit(shape: &Shape) -> bool {
+    match shape {
+        Shape::Array(a) => array_size(a).is_some(),
+        Shape::Tuple(elements) => elements.iter().all(sizes_fit),
+        Shape::Buffer(inner) => sizes_fit(inner),
+    }
+}
+
 pub fn buffer_size(shape: &Shape, version: TpuVersion) -> u64 {
     match shape {
+        // Shapes whose padded size overflows are refused before the analysis
+        // (`Target::sizes_fit`); saturating keeps a caller that skipped it safe.
         Shape::Array(a) => array_size(a).unwrap_or(u64::MAX),
         Shape::Tuple(elements) => {
             let granule = version.tuple_granule();
@@ -149,7 +161,8 @@ fn array_size(a: &ArrayShape) -> Option<u64> {
             }
         }
     };
-    let data = elements.checked_mul(bits)?.div_ceil(8);
+    // In bits the product can pass 2^64 while the bytes still fit.
+    let data = u64::try_from((u128::from(elements) * u128::from(bits)).div_ceil(8)).ok()?;
     // Dynamic arrays carry their dimension sizes, as on every backend.
     let metadata = if a.is_dynamic() {
         4 * a.dims.len() as u64
@@ -218,6 +231,25 @@ mod tests {
             buffer_size(&shape("(f32[]{:T(128)}, f32[]{:T(128)})"), TpuVersion::V6e),
             32
         );
+    }
+
+    #[test]
+    fn padded_sizes_that_pass_64_bits_are_caught() {
+        // 2^60 f32 elements: 2^65 bits but 2^62 bytes, which fits.
+        assert_eq!(
+            buffer_size(
+                &shape("f32[1152921504606846976]{0:T(1024)}"),
+                TpuVersion::V5e
+            ),
+            1 << 62
+        );
+        assert!(sizes_fit(&shape("f32[1152921504606846976]{0:T(1024)}")));
+        assert!(!sizes_fit(&shape(
+            "f32[1,4611686018427387903]{1,0:T(8,128)}"
+        )));
+        assert!(!sizes_fit(&shape(
+            "f32[256,256]{1,0:T(18446744073709551615,128)}"
+        )));
     }
 
     #[test]

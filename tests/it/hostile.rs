@@ -182,3 +182,23 @@ fn absurd_sizes_do_not_overflow() {
         let _ = hlomem::oom::explain::explain(&msg, None);
     }
 }
+
+/// A shape whose TPU tile padding passes 2^64 bytes is an input error naming
+/// the line, never a saturated total.
+#[test]
+fn tpu_padding_past_64_bits_is_an_input_error() {
+    let text = "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[256,256]) -> f32[256,256] {\n  \
+                ROOT %p = f32[256,256]{1,0:T(18446744073709551615,128)} parameter(0)\n}\n";
+    let dir = std::env::temp_dir().join(format!("hlomem-tpu-pad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.txt");
+    std::fs::write(&path, text).unwrap();
+    let report = hlomem::analyze_paths(&[path], hlomem::AnalyzeOptions::default());
+    assert!(report.modules.is_empty());
+    let message = report.errors[0].error.render(false);
+    assert!(
+        message.contains("larger than 2^64 bytes once padded"),
+        "{message}"
+    );
+    assert!(message.contains("m.txt:4:"), "{message}");
+}

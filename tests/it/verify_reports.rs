@@ -115,6 +115,19 @@ fn unreadable_reports_are_input_errors() {
             Box::new(|_| String::new()),
             "-live-range.txt",
         ),
+        // A character of several bytes where the error points must not break the caret.
+        (
+            "lr-multibyte",
+            "live-range",
+            Box::new(|t| {
+                t.replacen(
+                    "InstructionSequence:\n",
+                    "InstructionSequence:\n  \u{e9}\n",
+                    1,
+                )
+            }),
+            "-live-range.txt:3:",
+        ),
     ];
     for (name, report, edit, expected) in cases {
         let hlo = dump_with(name, report, edit);
