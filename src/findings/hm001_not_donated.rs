@@ -10,7 +10,7 @@
 //! first in the what-if, as copy insertion would (`analysis::whatif`).
 
 use super::{donate_fix, jax_arguments, Finding};
-use crate::analysis::{self, dataflow::node_of, whatif, MemoryModel};
+use crate::analysis::{self, whatif, MemoryModel};
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
 
@@ -205,19 +205,21 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
             || header.buffer_donors.iter().any(|d| d.parameter == p)
     };
     // Outputs that could receive a parameter: (index, shape, producer, write time).
+    // Leaves with their pre-order node numbers, in one walk of the shape.
     let mut outputs: Vec<(Vec<u64>, &crate::hlo::Shape, InstrId, u32)> = root
         .shape
-        .leaves()
+        .nodes()
         .into_iter()
-        .filter(|(index, shape)| {
-            shape.byte_size() > 0
+        .enumerate()
+        .filter(|(_, (index, shape))| {
+            !shape.is_tuple()
+                && shape.byte_size() > 0
                 && !header
                     .input_output_alias
                     .iter()
                     .any(|a| a.output_index == *index)
         })
-        .filter_map(|(index, shape)| {
-            let node = node_of(&root.shape, &index)?;
+        .filter_map(|(node, (index, shape))| {
             let value = *model.dataflow.value_of[entry.root.index()].get(node)?;
             let producer = model.dataflow.values[value.index()].instr;
             if matches!(
