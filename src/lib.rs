@@ -169,10 +169,11 @@ fn analyze_one(
                 .into(),
         );
     }
-    let detected = target::Target::detect(&module);
-    if options.backend.is_some_and(|b| b != detected.backend)
-        && matches!(detected.evidence, target::Evidence::Marker(_))
-    {
+    // Detected again only to say when --backend contradicts the text.
+    let detected = options.backend.map(|_| target::Target::detect(&module));
+    if let Some(detected) = detected.filter(|d| {
+        d.backend != target.backend && matches!(d.evidence, target::Evidence::Marker(_))
+    }) {
         summary.notes.push(format!(
             "--backend {} overrides the text, which is {}'s ({}): these numbers follow rules this module \
              was not compiled under",

@@ -164,11 +164,17 @@ impl Shape {
     /// Bytes of this shape and, for tuples, of every nested element and index table:
     /// what a whole entry parameter or result occupies.
     pub fn total_byte_size(&self) -> u64 {
+        self.total_size_with(&Shape::byte_size)
+    }
+
+    /// [`Shape::total_byte_size`] with another size for each buffer (a
+    /// backend's padded sizes).
+    pub fn total_size_with(&self, buffer_size: &dyn Fn(&Shape) -> u64) -> u64 {
         match self {
-            Shape::Tuple(elements) => elements.iter().fold(self.byte_size(), |acc, e| {
-                acc.saturating_add(e.total_byte_size())
+            Shape::Tuple(elements) => elements.iter().fold(buffer_size(self), |acc, e| {
+                acc.saturating_add(e.total_size_with(buffer_size))
             }),
-            _ => self.byte_size(),
+            _ => buffer_size(self),
         }
     }
 

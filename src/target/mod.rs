@@ -185,7 +185,14 @@ impl Target {
 
     /// `forced` when given, else what the text says.
     pub fn resolve(module: &Module, forced: Option<Backend>) -> Target {
-        forced.map_or_else(|| Target::detect(module), Target::forced)
+        match forced {
+            None => Target::detect(module),
+            // The libtpu release is in the text even when the user names the backend.
+            Some(backend) => Target {
+                newer_libtpu: backend == Backend::Tpu && module.text.contains(NEWER_LIBTPU_MARKER),
+                ..Target::forced(backend)
+            },
+        }
     }
 
     /// Alignment of the chunks in a memory space's temporary block and of the
@@ -221,12 +228,7 @@ impl Target {
     /// Bytes of a whole value of this shape: a tuple's index table and every
     /// element, nested; what an entry parameter or the result occupies.
     pub fn total_size(&self, shape: &Shape) -> u64 {
-        match shape {
-            Shape::Tuple(elements) => elements.iter().fold(self.buffer_size(shape), |acc, e| {
-                acc.saturating_add(self.total_size(e))
-            }),
-            _ => self.buffer_size(shape),
-        }
+        shape.total_size_with(&|s| self.buffer_size(s))
     }
 
     /// The memory space (XLA's buffer "color") a buffer of this shape lives in.
