@@ -405,7 +405,9 @@ fn find_reusable(
             .instr(value.instr)
             .shape
             .subshape(&value.index)
-            .is_none_or(|s| target.may_join_live_out(s))
+            .is_none_or(|s| {
+                target.may_join_live_out(s, module.instr(value.instr).computation == module.entry)
+            })
     });
     let fits = |a: &Allocation| {
         a.reusable

@@ -251,10 +251,12 @@ impl Target {
         }
     }
 
-    /// Whether a buffer of this shape may join an allocation that may be
-    /// returned (`must_not_live_out`): newer libtpu keeps scalars out.
-    pub fn may_join_live_out(&self, shape: &Shape) -> bool {
-        !(self.newer_libtpu && matches!(shape, Shape::Array(a) if a.dims.is_empty()))
+    /// Whether a buffer of this shape, defined in the entry computation or
+    /// not, may join an allocation that may be returned (`must_not_live_out`).
+    /// Newer libtpu keeps scalars and values of called computations (loop
+    /// bodies, branches) out, as libtpu 0.0.52's reports show.
+    pub fn may_join_live_out(&self, shape: &Shape, in_entry: bool) -> bool {
+        !(self.newer_libtpu && (!in_entry || matches!(shape, Shape::Array(a) if a.dims.is_empty())))
     }
 
     /// Whether an async computation's result starts at its async-start
@@ -316,7 +318,10 @@ mod tests {
             dims: Vec::new(),
             layout: None,
         });
-        assert!(old.may_join_live_out(&scalar));
-        assert!(!new.may_join_live_out(&scalar));
+        assert!(old.may_join_live_out(&scalar, true));
+        assert!(!new.may_join_live_out(&scalar, true));
+        // A loop body's or a branch's value stays out too, whatever its shape.
+        assert!(old.may_join_live_out(&scalar, false));
+        assert!(!new.may_join_live_out(&scalar, false));
     }
 }
