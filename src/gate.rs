@@ -6,39 +6,6 @@ use serde::Serialize;
 
 use crate::report::{ModuleReport, Report};
 
-/// `16GiB`, `80GB`, `1.5TiB`, `512MiB`, `1e9`, or plain bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e' || c == 'E'))
-        .unwrap_or(t.len());
-    let (number, unit) = t.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a size (e.g. 16GiB, 80GB, 1.5TiB, 1000000)"))?;
-    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1.0,
-        "k" | "kb" => 1e3,
-        "m" | "mb" => 1e6,
-        "g" | "gb" => 1e9,
-        "t" | "tb" => 1e12,
-        "ki" | "kib" => 1024.0,
-        "mi" | "mib" => 1024f64.powi(2),
-        "gi" | "gib" => 1024f64.powi(3),
-        "ti" | "tib" => 1024f64.powi(4),
-        other => {
-            return Err(format!(
-                "unknown unit {other:?} in {text:?} (use B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)"
-            ))
-        }
-    };
-    let bytes = value * scale;
-    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 {
-        return Err(format!("{text:?} is out of range"));
-    }
-    Ok(bytes.round() as u64)
-}
-
 /// Devices a module runs on: SPMD partitions times replicas.
 fn devices(m: &ModuleReport) -> u64 {
     m.num_partitions.max(1) * m.replica_count.max(1)
@@ -259,21 +226,5 @@ pub fn diff(old: &Report, new: &Report) -> DiffReport {
         modules,
         removed,
         added: unmatched_new.iter().map(|n| n.key.clone()).collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_with_units() {
-        assert_eq!(parse_size("16GiB"), Ok(16 * 1024 * 1024 * 1024));
-        assert_eq!(parse_size("80GB"), Ok(80_000_000_000));
-        assert_eq!(parse_size("1.5TiB"), Ok(1_649_267_441_664));
-        assert_eq!(parse_size("1000"), Ok(1000));
-        assert_eq!(parse_size("512 MiB"), Ok(512 * 1024 * 1024));
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("3 parsecs").is_err());
     }
 }

@@ -14,6 +14,9 @@ pub struct Input {
     pub key: String,
     /// Only a before-optimizations file was found.
     pub unoptimized: bool,
+    /// Why this input cannot be read as a module (a folder without modules,
+    /// a FIFO named like one): reported as its error, never read.
+    pub unreadable: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -93,10 +96,12 @@ pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
                 .unwrap_or_default();
             let key = classify(&key).map_or(key, |(k, _)| k);
             let unoptimized = path.to_string_lossy().ends_with("before_optimizations.txt");
+            // A file named directly is read whatever it is: `<(cat f)` is a pipe.
             out.push(Input {
                 path: path.clone(),
                 key,
                 unoptimized,
+                unreadable: None,
             });
             continue;
         }
@@ -105,13 +110,27 @@ pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
         walk(path, 0, &mut seen, &mut files);
         // key → (stage, path): the latest stage wins.
         let mut modules: BTreeMap<String, (Stage, PathBuf)> = BTreeMap::new();
-        for file in files {
-            let Some(name) = file.file_name().and_then(|n| n.to_str()) else {
+        let mut not_regular = Vec::new();
+        for (file, kind) in files {
+            // A name that is not UTF-8 is still a module; its key shows U+FFFD.
+            let Some(name) = file.file_name().map(|n| n.to_string_lossy()) else {
                 continue;
             };
-            let Some((key, stage)) = classify(name) else {
+            let Some((key, stage)) = classify(&name) else {
                 continue;
             };
+            if let Some(kind) = kind {
+                not_regular.push(Input {
+                    unreadable: Some(format!(
+                        "{} is named like an HLO module but is {kind}, not a regular file: skipped",
+                        file.display()
+                    )),
+                    path: file,
+                    key,
+                    unoptimized: false,
+                });
+                continue;
+            }
             let key = match file.parent().and_then(|p| p.strip_prefix(path).ok()) {
                 Some(sub) if !sub.as_os_str().is_empty() => format!("{}/{key}", sub.display()),
                 _ => key,
@@ -123,11 +142,18 @@ pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
                 }
             }
         }
-        if modules.is_empty() {
+        if modules.is_empty() && not_regular.is_empty() {
             out.push(Input {
                 path: path.clone(),
                 key: path.display().to_string(),
                 unoptimized: false,
+                unreadable: Some(format!(
+                    "{} holds no HLO module: hlomem reads `*after_optimizations.txt` (or \
+                     `*before_optimizations.txt`, `*.after.hlo`) files, which \
+                     XLA_FLAGS=\"--xla_dump_to={} --xla_dump_hlo_as_text\" writes",
+                    path.display(),
+                    path.display()
+                )),
             });
         }
         for (key, (stage, file)) in modules {
@@ -135,8 +161,10 @@ pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
                 path: file,
                 key,
                 unoptimized: stage == Stage::Before,
+                unreadable: None,
             });
         }
+        out.extend(not_regular);
     }
     out
 }
@@ -144,7 +172,33 @@ pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
 /// How deep folders are searched; dumps are one or two levels.
 const MAX_DEPTH: usize = 8;
 
-fn walk(dir: &Path, depth: usize, seen: &mut Vec<PathBuf>, out: &mut Vec<PathBuf>) {
+/// What a path that is neither a folder nor a regular file is, for messages.
+fn special_kind(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+        if file_type.is_block_device() || file_type.is_char_device() {
+            return "a device";
+        }
+    }
+    let _ = file_type;
+    "not a regular file"
+}
+
+/// Collects the files under `dir`, each with `Some(kind)` when it is not a
+/// regular file (reading a FIFO would wait forever).
+fn walk(
+    dir: &Path,
+    depth: usize,
+    seen: &mut Vec<PathBuf>,
+    out: &mut Vec<(PathBuf, Option<&'static str>)>,
+) {
     // Symlink loops: each real folder is read once.
     let Ok(real) = dir.canonicalize() else { return };
     if depth > MAX_DEPTH || seen.contains(&real) {
@@ -157,10 +211,16 @@ fn walk(dir: &Path, depth: usize, seen: &mut Vec<PathBuf>, out: &mut Vec<PathBuf
     let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     entries.sort();
     for path in entries {
-        if path.is_dir() {
+        // Follows symlinks: a linked module file or folder is read.
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if metadata.is_dir() {
             walk(&path, depth + 1, seen, out);
+        } else if metadata.is_file() {
+            out.push((path, None));
         } else {
-            out.push(path);
+            out.push((path, Some(special_kind(metadata.file_type()))));
         }
     }
 }

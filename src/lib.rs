@@ -48,9 +48,14 @@ pub struct AnalyzeOptions {
 }
 
 /// The HLO files to analyze: files as given, and for a folder one file per
-/// module (see [`inputs`]).
+/// module (see [`inputs`]); folders without modules and files that are not
+/// regular files (FIFOs) are left out.
 pub fn collect_inputs(paths: &[PathBuf]) -> Vec<PathBuf> {
-    inputs::collect(paths).into_iter().map(|i| i.path).collect()
+    inputs::collect(paths)
+        .into_iter()
+        .filter(|i| i.unreadable.is_none())
+        .map(|i| i.path)
+        .collect()
 }
 
 /// Analyzes files and folders in parallel; the report keeps a stable order
@@ -135,32 +140,30 @@ pub fn target_of(
     target.with_tpu_version(named)
 }
 
+/// Reads, parses and checks one HLO file, and computes its memory with the
+/// target its text (or `backend`, `tpu_version`) names.
+pub fn load_and_model(
+    path: &Path,
+    backend: Option<target::Backend>,
+    tpu_version: Option<target::TpuVersion>,
+) -> Result<(Module, analysis::MemoryModel), Error> {
+    let module = load_module(path)?;
+    let target = target_of(&module, path, backend, tpu_version);
+    check_sizes(&module, &target)?;
+    let model = analysis::analyze(&module, &target);
+    Ok((module, model))
+}
+
 /// One module: parsed, analyzed, summarized, and dropped before the next.
 fn analyze_one(
     input: &inputs::Input,
     options: AnalyzeOptions,
 ) -> Result<(report::ModuleReport, Option<(PathBuf, Error)>), Error> {
-    let module = load_module(&input.path)?;
-    let target = target_of(&module, &input.path, options.backend, options.tpu_version);
-    // A size the backend's padding pushes past 64 bits is refused, as the
-    // parser refuses one that is too large unpadded: never a saturated total.
-    if let Some(instr) = module
-        .instructions
-        .iter()
-        .find(|i| !target.sizes_fit(&i.shape))
-    {
-        let file = source::SourceFile::from_text(module.path.clone(), module.text.clone());
-        return Err(Error::at(
-            &file,
-            instr.span.start as usize..instr.span.end as usize,
-            format!(
-                "shape `{}` is larger than 2^64 bytes once padded to {}'s tiles",
-                instr.shape, target.backend
-            ),
-            "this instruction",
-        ));
+    if let Some(reason) = &input.unreadable {
+        return Err(Error::Usage(reason.clone()));
     }
-    let model = analysis::analyze(&module, &target);
+    let (module, model) = load_and_model(&input.path, options.backend, options.tpu_version)?;
+    let target = &model.target;
     let mut summary = report::ModuleReport::build(&module, &model);
     if target.chip_source == Some(target::ChipSource::Assumed) {
         summary.notes.push(
@@ -224,4 +227,53 @@ fn analyze_one(
         });
     }
     Ok((summary, verify_error))
+}
+
+/// Refuses a module whose sizes do not fit in 64 bits: one shape once the
+/// backend pads it, or all buffers together. Every figure the analysis adds up
+/// (allocations, the heap with its alignment, peaks) is at most the sum of
+/// all values' sizes plus one alignment each, so past this check no sum can
+/// overflow and none is shown saturated.
+fn check_sizes(module: &Module, target: &target::Target) -> Result<(), Error> {
+    /// More than any backend's alignment of a buffer within its allocation.
+    const ALIGNMENT_MARGIN: u64 = 4096;
+    let error = |instr: &hlo::Instruction, title: String| {
+        let file = source::SourceFile::from_text(module.path.clone(), module.text.clone());
+        Error::at(
+            &file,
+            instr.span.start as usize..instr.span.end as usize,
+            title,
+            "this instruction",
+        )
+    };
+    let mut sum: u64 = 0;
+    for instr in &module.instructions {
+        if !target.sizes_fit(&instr.shape) {
+            return Err(error(
+                instr,
+                format!(
+                    "shape `{}` is larger than 2^64 bytes once padded to {}'s tiles",
+                    instr.shape, target.backend
+                ),
+            ));
+        }
+        let nodes = instr.shape.nodes().len() as u64;
+        let with_margin = target
+            .total_size(&instr.shape)
+            .checked_add(nodes.saturating_mul(ALIGNMENT_MARGIN));
+        match with_margin.and_then(|size| sum.checked_add(size)) {
+            Some(total) => sum = total,
+            None => {
+                return Err(error(
+                    instr,
+                    "the module's buffers add up to more than 2^64 bytes".into(),
+                )
+                .with_note(
+                    "no device has that much memory; hlomem refuses the module rather than show a total \
+                     that is not exact",
+                ))
+            }
+        }
+    }
+    Ok(())
 }

@@ -28,6 +28,8 @@ impl Span {
     }
 }
 
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// Files larger than this cannot be addressed with 32-bit spans.
 pub const MAX_FILE_BYTES: u64 = u32::MAX as u64;
 
@@ -44,7 +46,7 @@ impl SourceFile {
         let metadata = std::fs::metadata(path).map_err(|e| Error::io(path, e))?;
         if metadata.is_dir() {
             return Err(Error::Usage(format!(
-                "{} is a directory; give an HLO text file (whole dump folders come with a later release)",
+                "{} is a folder; give an HLO text file here (`hlomem analyze` reads whole dump folders)",
                 path.display()
             )));
         }
@@ -59,7 +61,11 @@ impl SourceFile {
     }
 
     /// Wraps bytes already in memory (tests, stdin).
-    pub fn from_bytes(path: &Path, bytes: Vec<u8>) -> Result<SourceFile, Error> {
+    pub fn from_bytes(path: &Path, mut bytes: Vec<u8>) -> Result<SourceFile, Error> {
+        // A byte-order mark (editors on Windows add one) is not text.
+        if bytes.starts_with(UTF8_BOM) {
+            bytes.drain(..UTF8_BOM.len());
+        }
         match String::from_utf8(bytes) {
             Ok(text) => Ok(SourceFile {
                 path: path.to_path_buf(),

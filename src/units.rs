@@ -1,4 +1,9 @@
-//! The only byte formatter: sizes for people, as XLA prints them.
+//! Sizes for people: the one byte formatter (as XLA prints them) and the one
+//! parser of sizes people type (`--budget`, `--fail-over`).
+//!
+//! Units: `K`, `M`, `G`, `T` are binary, as in XLA's own messages (`16G` of
+//! HBM is 16 GiB), and so are `KiB`, `MiB`, `GiB`, `TiB`; only `KB`, `MB`, `GB`,
+//! `TB` are decimal (10^3 ...).
 
 /// Formats like XLA's `HumanReadableNumBytes` (tsl/platform/numbers.cc, notes §2.6):
 /// `512B`, `5.0KiB`, `6.00MiB`, `13.77GiB`. JSON carries exact integers instead.
@@ -33,6 +38,74 @@ pub fn human_bytes_signed(delta: i128) -> String {
     }
 }
 
+/// Parses `16GiB`, `16G`, `80GB`, `1.5TiB`, `512 MiB`, `1e9` or plain bytes,
+/// exactly (no floating point): a size that is not a whole number of bytes,
+/// is zero, or passes 2^64 - 1 bytes is refused rather than rounded.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale: u128 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "k" | "ki" | "kib" => 1 << 10,
+        "m" | "mi" | "mib" => 1 << 20,
+        "g" | "gi" | "gib" => 1 << 30,
+        "t" | "ti" | "tib" => 1 << 40,
+        other => {
+            return Err(format!(
+                "unknown unit {other:?} in {text:?} (use B; K, M, G, T or KiB, MiB, GiB, TiB for powers of 1024; \
+                 KB, MB, GB, TB for powers of 1000)"
+            ))
+        }
+    };
+    let not_a_size = || format!("{text:?} is not a size (e.g. 16GiB, 80GB, 1.5TiB, 1000000)");
+    let (mantissa, exponent) = match number.find(['e', 'E']) {
+        Some(i) => (
+            &number[..i],
+            number[i + 1..].parse::<i32>().map_err(|_| not_a_size())?,
+        ),
+        None => (number, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{whole}{fraction}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(not_a_size());
+    }
+    let too_large = || format!("{text:?} is more than 2^64 - 1 bytes");
+    // value = digits × 10^power × scale, computed in integers.
+    let power = i64::from(exponent) - fraction.len() as i64;
+    let digits = digits.trim_start_matches('0');
+    if digits.len() > 38 {
+        return Err(too_large());
+    }
+    let mut value: u128 = digits.parse().unwrap_or(0);
+    if value == 0 {
+        return Err(format!(
+            "{text:?} is 0 bytes; a budget must be at least 1 byte"
+        ));
+    }
+    value = value.checked_mul(scale).ok_or_else(too_large)?;
+    if power >= 0 {
+        for _ in 0..power {
+            value = value.checked_mul(10).ok_or_else(too_large)?;
+        }
+    } else {
+        for _ in 0..power.unsigned_abs() {
+            if !value.is_multiple_of(10) {
+                return Err(format!("{text:?} is not a whole number of bytes"));
+            }
+            value /= 10;
+        }
+    }
+    u64::try_from(value).map_err(|_| too_large())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -49,5 +122,35 @@ mod tests {
         assert_eq!(human_bytes(29_575_744_576), "27.54GiB");
         assert_eq!(human_bytes(u64::MAX), "16.00EiB");
         assert_eq!(human_bytes_signed(-14_787_872_288), "-13.77GiB");
+    }
+
+    #[test]
+    fn sizes_parse_exactly() {
+        assert_eq!(parse_size("16GiB"), Ok(16 << 30));
+        assert_eq!(parse_size("16G"), Ok(16 << 30));
+        assert_eq!(parse_size("80GB"), Ok(80_000_000_000));
+        assert_eq!(parse_size("1.5TiB"), Ok(1_649_267_441_664));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("512 MiB"), Ok(512 << 20));
+        assert_eq!(parse_size("1e9"), Ok(1_000_000_000));
+        assert_eq!(parse_size("2.5e3"), Ok(2500));
+        assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
+        for bad in [
+            "lots",
+            "3 parsecs",
+            "18446744073709551616",
+            "16EiB",
+            "0.0000001",
+            "1.5",
+            "0",
+            "-1GiB",
+            "1e",
+            ".",
+            "1e99999",
+            "0e999999999",
+            "1e-999999999",
+        ] {
+            assert!(parse_size(bad).is_err(), "{bad} must be refused");
+        }
     }
 }

@@ -10,8 +10,8 @@
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
+use super::interference::{Interference, Occupancy};
 use super::liveness::LiveRange;
-use super::sharing;
 use crate::hlo::{IoAlias, Module, Opcode};
 use crate::target::Target;
 
@@ -146,6 +146,14 @@ pub fn assign(
     });
 
     let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
+    let check = Interference {
+        target,
+        module,
+        dataflow,
+        ranges,
+    };
+    // Live ranges of what each allocation holds, for the interference check.
+    let mut occupancy: Vec<Occupancy> = Vec::new();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {
@@ -211,18 +219,31 @@ pub fn assign(
             );
             continue;
         }
+        // Allocations made since the last buffer start with their first buffer.
+        let new = allocations.iter().skip(occupancy.len());
+        let held: Vec<Occupancy> = new
+            .map(|allocation| {
+                let mut held = Occupancy::default();
+                if allocation.reusable {
+                    for &first in &allocation.buffers {
+                        held.add(dataflow, ranges, first);
+                    }
+                }
+                held
+            })
+            .collect();
+        occupancy.extend(held);
         if let Some(a) = find_reusable(
-            target,
-            module,
-            dataflow,
-            ranges,
+            &check,
             &allocations,
+            &occupancy,
             &allocation_of,
             (b, color_of[b.index()]),
             lo,
         ) {
             allocations[a].buffers.push(b);
             allocation_of[b.index()] = Some(a);
+            occupancy[a].add(dataflow, ranges, b);
             continue;
         }
         if !lo {
@@ -387,17 +408,15 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, target: &Target) 
 /// overlapping anything already there (`MaybeAssignBuffer`). XLA tries the
 /// allocation of an operand that `b` may overwrite first, then the others from
 /// the most recently created (the smallest, as buffers come biggest first).
-#[allow(clippy::too_many_arguments)]
 fn find_reusable(
-    target: &Target,
-    module: &Module,
-    dataflow: &Dataflow,
-    ranges: &[Option<LiveRange>],
+    check: &Interference,
     allocations: &[Allocation],
+    occupancy: &[Occupancy],
     allocation_of: &[Option<usize>],
     (b, color): (BufferId, u64),
     live_out: bool,
 ) -> Option<usize> {
+    let (module, dataflow) = (check.module, check.dataflow);
     let buffer = &dataflow.buffers[b.index()];
     let may_join_live_out = buffer.values.iter().all(|v| {
         let value = &dataflow.values[v.index()];
@@ -406,22 +425,23 @@ fn find_reusable(
             .shape
             .subshape(&value.index)
             .is_none_or(|s| {
-                target.may_join_live_out(s, module.instr(value.instr).computation == module.entry)
+                check
+                    .target
+                    .may_join_live_out(s, module.instr(value.instr).computation == module.entry)
             })
     });
-    let fits = |a: &Allocation| {
-        a.reusable
-            && (may_join_live_out || !a.maybe_live_out)
-            && a.color == color
+    let fits = |a: usize| {
+        let allocation = &allocations[a];
+        allocation.reusable
+            && (may_join_live_out || !allocation.maybe_live_out)
+            && allocation.color == color
             && if live_out {
-                a.size == buffer.size
+                allocation.size == buffer.size
             } else {
-                buffer.size <= a.size
+                buffer.size <= allocation.size
             }
-            && !a.buffers.iter().any(|&other| {
-                interferes(target, module, dataflow, ranges, b, other)
-                    || copies_from(module, dataflow, b, other)
-            })
+            && !check.overlaps(b, &occupancy[a])
+            && !check.copies_from(b, |other| allocation_of[other.index()] == Some(a))
     };
     // First the allocation of an operand of a top-level array value (whatever
     // the operand's shape: the interference check decides), then the others.
@@ -435,78 +455,11 @@ fn find_reusable(
                 continue;
             };
             if let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] {
-                if fits(&allocations[a]) {
+                if fits(a) {
                     return Some(a);
                 }
             }
         }
     }
-    (0..allocations.len())
-        .rev()
-        .find(|&a| fits(&allocations[a]))
-}
-
-/// A copy never writes into the buffer it copies from, even when the
-/// source is dead by then (`MaybeAssignBuffer`).
-fn copies_from(module: &Module, dataflow: &Dataflow, new: BufferId, assigned: BufferId) -> bool {
-    dataflow.buffers[new.index()].values.iter().any(|&nv| {
-        let copy = module.instr(dataflow.values[nv.index()].instr);
-        copy.opcode == Opcode::Copy
-            && dataflow.buffers[assigned.index()].values.iter().any(|&av| {
-                dataflow.values[av.index()]
-                    .positions
-                    .iter()
-                    .any(|(pos, _)| copy.operands.contains(pos))
-            })
-    })
-}
-
-/// Do two buffers' values overlap in time? Values that only touch may share
-/// when the later one may write over the earlier one (`LiveRangeInterferes`).
-fn interferes(
-    target: &Target,
-    module: &Module,
-    dataflow: &Dataflow,
-    ranges: &[Option<LiveRange>],
-    a: BufferId,
-    b: BufferId,
-) -> bool {
-    for &va in &dataflow.buffers[a.index()].values {
-        for &vb in &dataflow.buffers[b.index()].values {
-            let (Some(ra), Some(rb)) = (ranges[va.index()], ranges[vb.index()]) else {
-                continue;
-            };
-            if !ra.overlaps(&rb) {
-                continue;
-            }
-            let touching_handover = |earlier: ValueId, later: ValueId| {
-                let e = &dataflow.values[earlier.index()];
-                let l = &dataflow.values[later.index()];
-                let user = l.instr;
-                module.instr(user).opcode != Opcode::Copy
-                    && e.uses.iter().any(|(u, _)| *u == user)
-                    && e.positions.iter().any(|&(pos, node)| {
-                        module.instr(user).operands.contains(&pos)
-                            && module
-                                .instr(pos)
-                                .shape
-                                .nodes()
-                                .get(node as usize)
-                                .is_some_and(|(idx, _)| {
-                                    sharing::can_share_operand_buffer(
-                                        target, module, pos, idx, user, &l.index,
-                                    )
-                                })
-                    })
-            };
-            if ra.end == rb.start && touching_handover(va, vb) {
-                continue;
-            }
-            if rb.end == ra.start && touching_handover(vb, va) {
-                continue;
-            }
-            return true;
-        }
-    }
-    false
+    (0..allocations.len()).rev().find(|&a| fits(a))
 }

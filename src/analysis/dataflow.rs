@@ -7,7 +7,7 @@
 //! values; `while` and `conditional` results are phi values merged with their
 //! inputs; in-place ops and the entry's `input_output_alias` merge buffers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::graph::{CompKind, ModuleGraph};
 use super::sharing;
@@ -87,6 +87,11 @@ pub fn node_of(shape: &Shape, index: &[u64]) -> Option<usize> {
     }
     Some(node)
 }
+
+/// Stack left before a nested evaluation moves to a new heap-allocated segment.
+const STACK_RED_ZONE: usize = 128 * 1024;
+/// Size of each new segment.
+const STACK_GROWTH: usize = 4 * 1024 * 1024;
 
 struct Builder<'m> {
     module: &'m Module,
@@ -234,15 +239,22 @@ impl Builder<'_> {
 
     /// Evaluates a computation once; `params` binds its parameters to the
     /// caller's values (call, while, conditional), `None` makes them define values.
+    ///
+    /// Evaluation recurses once per call level (a callee's parameters are the
+    /// caller's values at the call, so the caller is half done when the callee
+    /// runs). Thousands of nested `call`s or `while`s are valid HLO, so the
+    /// stack grows on the heap instead of overflowing.
     fn evaluate(&mut self, comp: CompId, params: Option<Vec<Vec<ValueId>>>) {
         if std::mem::replace(&mut self.evaluated[comp.index()], true) {
             return;
         }
-        let module = self.module;
-        for &id in &module.comp(comp).instructions {
-            let values = self.evaluate_instruction(id, params.as_deref());
-            self.value_of[id.index()] = values;
-        }
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || {
+            let module = self.module;
+            for &id in &module.comp(comp).instructions {
+                let values = self.evaluate_instruction(id, params.as_deref());
+                self.value_of[id.index()] = values;
+            }
+        });
     }
 
     fn operand_values(&self, id: InstrId, k: usize) -> Vec<ValueId> {
@@ -493,6 +505,10 @@ impl Builder<'_> {
         }
         for v in &mut values {
             let mut uses: Vec<(InstrId, u32)> = Vec::new();
+            // One position lists each (user, operand) once; a value at several
+            // positions (a tuple holding it twice) may meet the same use again.
+            let mut seen: HashSet<(InstrId, u32)> = HashSet::new();
+            let dedup = v.positions.len() > 1;
             for &(instr, node) in &v.positions {
                 for (user, k) in self.graph.users(instr) {
                     let reads = match module.instr(user).opcode {
@@ -500,7 +516,7 @@ impl Builder<'_> {
                         Opcode::GetTupleElement | Opcode::Copy => node == 0,
                         _ => true,
                     };
-                    if reads && !uses.contains(&(user, k)) {
+                    if reads && (!dedup || seen.insert((user, k))) {
                         uses.push((user, k));
                     }
                 }

@@ -7,6 +7,7 @@ pub mod assign;
 pub mod dataflow;
 pub mod graph;
 pub mod heap;
+pub mod interference;
 pub mod liveness;
 pub mod post_order;
 pub mod schedule;

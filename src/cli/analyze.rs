@@ -86,15 +86,29 @@ pub struct Extras {
     pub svg: Option<PathBuf>,
 }
 
-/// Writes one rendering to a file.
+/// Writes one rendering to a file: into a temporary file beside it, renamed
+/// over it when complete, so a reader never sees half a page and a symlink at
+/// `path` is replaced rather than followed.
 fn write_file(
     path: &Path,
     render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), u8> {
-    let result = std::fs::File::create(path).and_then(|file| {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let result = tempfile::NamedTempFile::new_in(folder).and_then(|file| {
         let mut out = std::io::BufWriter::new(file);
         render(&mut out)?;
-        out.flush()
+        let file = out.into_inner().map_err(|e| e.into_error())?;
+        // Temporary files are private (0600); a report is not.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            file.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        file.persist(path).map(drop).map_err(|e| e.error)
     });
     result.map_err(|e| {
         eprintln!("error: cannot write {}: {e}", path.display());

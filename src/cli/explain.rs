@@ -1,6 +1,6 @@
 //! `hlomem explain`.
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use hlomem::oom;
@@ -67,9 +67,44 @@ pub fn run(
 }
 
 fn read_stdin() -> Result<Vec<u8>, String> {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        eprintln!("hlomem: reading the message from the terminal; paste it, then press Ctrl-D");
+    }
     let mut bytes = Vec::new();
-    std::io::stdin()
+    stdin
+        .lock()
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read standard input: {e}"))?;
+    if bytes.is_empty() {
+        let what = if stdin_is_closed() {
+            "closed (or /dev/null)"
+        } else {
+            "empty"
+        };
+        return Err(format!(
+            "standard input is {what}; give the message as a file, or pipe it in"
+        ));
+    }
     Ok(bytes)
+}
+
+/// Rust opens /dev/null in place of a closed standard input, so a closed one
+/// reads as empty; this tells them apart from an empty pipe.
+#[cfg(unix)]
+fn stdin_is_closed() -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        std::fs::metadata("/dev/stdin"),
+        std::fs::metadata("/dev/null"),
+    ) {
+        (Ok(i), Ok(n)) => i.dev() == n.dev() && i.ino() == n.ino(),
+        (Err(_), _) => true,
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn stdin_is_closed() -> bool {
+    false
 }

@@ -9,7 +9,7 @@ use super::analyze::load;
 use super::{write_out, Selection, Terminal, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
 
 fn size_arg(name: &str, text: &str) -> Result<u64, u8> {
-    gate::parse_size(text).map_err(|e| {
+    hlomem::units::parse_size(text).map_err(|e| {
         eprintln!("error: {name}: {e}");
         EXIT_INPUT_ERROR
     })

@@ -11,6 +11,7 @@ pub mod opcode;
 pub mod parse;
 mod resolve;
 pub mod shape;
+mod verify;
 
 pub use ir::*;
 pub use lower::parse_module;

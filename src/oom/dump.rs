@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use super::model::{Amount, OomMessage, PeakBuffer};
-use crate::analysis::{self, MemoryModel};
+use crate::analysis::MemoryModel;
 use crate::hlo::{InstrId, Module, Opcode, Shape};
 use crate::Error;
 
@@ -80,8 +80,7 @@ pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
     let best = inputs
         .par_iter()
         .map(|path| -> Result<(f64, Module, MemoryModel), Error> {
-            let module = crate::load_module(path)?;
-            let model = analysis::analyze(&module, &crate::target_of(&module, path, None, None));
+            let (module, model) = crate::load_and_model(path, None, None)?;
             let shapes = plain_shapes(&module);
             let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
             Ok((d, module, model))

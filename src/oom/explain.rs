@@ -43,8 +43,10 @@ pub struct StatExplained {
 pub struct BufferGroup {
     pub count: usize,
     pub shape: String,
-    pub each_bytes: u64,
-    pub total_bytes: u64,
+    /// `None` when the message does not give the size.
+    pub each_bytes: Option<u64>,
+    /// `None` without a size, or when the sizes add up past 2^64 bytes.
+    pub total_bytes: Option<u64>,
     /// One line per kind of buffer in the group ("2 are the jitted function's inputs").
     pub parts: Vec<String>,
 }
@@ -284,10 +286,11 @@ fn arithmetic(s: &Stats) -> Option<String> {
     if present.is_empty() {
         return None;
     }
+    // A sum past 2^64 bytes is no statement at all.
     let sum: u64 = present
         .iter()
         .map(|(_, a)| a.bytes)
-        .fold(0u64, u64::saturating_add);
+        .try_fold(0u64, u64::checked_add)?;
     let terms: Vec<String> = present
         .iter()
         .map(|(n, a)| format!("{} {n}", human_bytes(a.bytes)))
@@ -330,7 +333,7 @@ fn group_buffers(msg: &OomMessage) -> Vec<BufferGroup> {
             .shape
             .clone()
             .unwrap_or_else(|| "unknown shape (cut off)".into());
-        let each = b.size.map_or(0, |a| a.bytes);
+        let each = b.size.map(|a| a.bytes);
         match groups
             .iter()
             .position(|g| g.shape == shape && g.each_bytes == each)
@@ -341,7 +344,7 @@ fn group_buffers(msg: &OomMessage) -> Vec<BufferGroup> {
                     count: 0,
                     shape,
                     each_bytes: each,
-                    total_bytes: 0,
+                    total_bytes: None,
                     parts: Vec::new(),
                 });
                 members.push(vec![b]);
@@ -350,7 +353,7 @@ fn group_buffers(msg: &OomMessage) -> Vec<BufferGroup> {
     }
     for (g, bs) in groups.iter_mut().zip(&members) {
         g.count = bs.len();
-        g.total_bytes = g.each_bytes.saturating_mul(bs.len() as u64);
+        g.total_bytes = g.each_bytes.and_then(|e| e.checked_mul(bs.len() as u64));
         let params = bs
             .iter()
             .filter(|b| b.kind.as_deref() == Some("parameter"))
@@ -420,7 +423,7 @@ fn explain_tpu(msg: &OomMessage) -> Vec<String> {
         .peak_buffers
         .iter()
         .filter_map(|b| b.padding.map(|p| p.bytes))
-        .fold(0u64, u64::saturating_add);
+        .sum_or_zero();
     if padding > 0 {
         out.push(format!(
             "Tile padding wastes {} in the largest allocations listed: TPU layouts round the last two dimensions up to \
@@ -521,7 +524,7 @@ fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
             })
         })
         .filter_map(|b| b.size.map(|a| a.bytes))
-        .fold(0u64, u64::saturating_add);
+        .sum_or_zero();
     if wide > 0 {
         advice.push(Advice {
             action: "Use float32 instead of float64 (turn off jax_enable_x64, or cast with .astype(jnp.float32))".into(),
@@ -578,7 +581,7 @@ fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
         .peak_buffers
         .iter()
         .filter_map(|b| b.padding.map(|p| p.bytes))
-        .fold(0u64, u64::saturating_add);
+        .sum_or_zero();
     if padding > 0 {
         advice.push(Advice {
             action: "Reshape arrays so their last two dimensions are multiples of 8 and 128 (or move a small dimension out of the last two)".into(),
@@ -643,4 +646,16 @@ fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     }
     advice.sort_by_key(|a| std::cmp::Reverse(a.saves_bytes.unwrap_or(0)));
     advice
+}
+
+/// Adds byte counts read from a message; 0 (so the statement built on the sum
+/// is left out) when they pass 2^64, which no real message does.
+trait SumOrZero {
+    fn sum_or_zero(self) -> u64;
+}
+
+impl<I: Iterator<Item = u64>> SumOrZero for I {
+    fn sum_or_zero(mut self) -> u64 {
+        self.try_fold(0u64, u64::checked_add).unwrap_or(0)
+    }
 }

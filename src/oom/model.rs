@@ -39,7 +39,9 @@ impl Amount {
             _ => return None,
         };
         let bytes = (value * scale).round();
-        if negative || !bytes.is_finite() || bytes > u64::MAX as f64 {
+        // 2^64 bytes and more do not fit a byte count: not a size we can
+        // state (a float cast would saturate it to 16 EiB and lie).
+        if negative || !bytes.is_finite() || bytes >= u64::MAX as f64 {
             return None;
         }
         Some(Amount {

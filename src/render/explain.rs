@@ -120,14 +120,17 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", s.heading("Which buffers fill the memory"))?;
         for g in &e.buffer_groups {
             let plural = if g.count == 1 { "" } else { "s" };
-            let each = if g.count == 1 {
-                human_bytes(g.each_bytes)
-            } else {
-                format!(
-                    "{} each, {} together",
-                    human_bytes(g.each_bytes),
-                    human_bytes(g.total_bytes)
-                )
+            let each = match (g.each_bytes, g.total_bytes) {
+                (None, _) => "no readable size in the message".to_string(),
+                (Some(each), _) if g.count == 1 => human_bytes(each),
+                (Some(each), Some(total)) => {
+                    format!(
+                        "{} each, {} together",
+                        human_bytes(each),
+                        human_bytes(total)
+                    )
+                }
+                (Some(each), None) => format!("{} each", human_bytes(each)),
             };
             writeln!(
                 out,

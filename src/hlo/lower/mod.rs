@@ -36,6 +36,7 @@ pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
         let (raw, mut instructions, unresolved) = lower_computations(&file, &outline)?;
         let (computations, entry) =
             super::resolve::resolve(&file, raw, &mut instructions, unresolved)?;
+        super::verify::verify(&file, &header, (&computations, entry), &instructions)?;
         (
             name,
             header,

@@ -1,0 +1,124 @@
+//! May a buffer move into an allocation that already holds others? XLA's
+//! `MaybeAssignBuffer` / `LiveRangeInterferes` (notes §4.6).
+//!
+//! XLA compares the new buffer with every buffer already in the allocation,
+//! which is quadratic when a long chain of values shares one allocation. Each
+//! allocation here keeps its values' live ranges in an interval tree, so only
+//! the values that overlap the new one in time are compared.
+
+use iset::IntervalMap;
+
+use super::dataflow::{BufferId, Dataflow, ValueId};
+use super::liveness::LiveRange;
+use super::sharing;
+use crate::hlo::{Module, Opcode};
+use crate::target::Target;
+
+/// The live ranges of the values in one allocation.
+#[derive(Default)]
+pub struct Occupancy {
+    /// `start..end + 1` (live ranges are inclusive) → values with that range.
+    ranges: IntervalMap<u64, Vec<ValueId>>,
+}
+
+impl Occupancy {
+    /// Records a buffer's values as living in this allocation.
+    pub fn add(&mut self, dataflow: &Dataflow, ranges: &[Option<LiveRange>], b: BufferId) {
+        for &v in &dataflow.buffers[b.index()].values {
+            let Some(r) = ranges[v.index()] else {
+                continue;
+            };
+            let key = u64::from(r.start)..u64::from(r.end) + 1;
+            match self.ranges.get_mut(key.clone()) {
+                Some(values) => values.push(v),
+                None => {
+                    self.ranges.insert(key, vec![v]);
+                }
+            }
+        }
+    }
+}
+
+/// The questions one buffer asks of each candidate allocation.
+pub struct Interference<'a> {
+    pub target: &'a Target,
+    pub module: &'a Module,
+    pub dataflow: &'a Dataflow,
+    pub ranges: &'a [Option<LiveRange>],
+}
+
+impl Interference<'_> {
+    /// Does buffer `b` overlap in time with anything in `occupancy`? Values
+    /// that only touch may share when the later one may write over the earlier
+    /// one.
+    pub fn overlaps(&self, b: BufferId, occupancy: &Occupancy) -> bool {
+        self.dataflow.buffers[b.index()].values.iter().any(|&vb| {
+            let Some(rb) = self.ranges[vb.index()] else {
+                return false;
+            };
+            let query = u64::from(rb.start)..u64::from(rb.end) + 1;
+            occupancy
+                .ranges
+                .iter(query)
+                .flat_map(|(_, values)| values)
+                .any(|&va| self.values_interfere(va, vb))
+        })
+    }
+
+    fn values_interfere(&self, va: ValueId, vb: ValueId) -> bool {
+        let (Some(ra), Some(rb)) = (self.ranges[va.index()], self.ranges[vb.index()]) else {
+            return false;
+        };
+        if !ra.overlaps(&rb) {
+            return false;
+        }
+        let handover = (ra.end == rb.start && self.hands_over(va, vb))
+            || (rb.end == ra.start && self.hands_over(vb, va));
+        !handover
+    }
+
+    /// Does `later`'s defining instruction read `earlier` at an operand whose
+    /// buffer it may write its output into?
+    fn hands_over(&self, earlier: ValueId, later: ValueId) -> bool {
+        let (module, dataflow) = (self.module, self.dataflow);
+        let e = &dataflow.values[earlier.index()];
+        let l = &dataflow.values[later.index()];
+        let user = module.instr(l.instr);
+        user.opcode != Opcode::Copy
+            && e.uses.iter().any(|(u, _)| *u == l.instr)
+            && e.positions.iter().any(|&(pos, node)| {
+                user.operands.contains(&pos)
+                    && module
+                        .instr(pos)
+                        .shape
+                        .nodes()
+                        .get(node as usize)
+                        .is_some_and(|(idx, _)| {
+                            sharing::can_share_operand_buffer(
+                                self.target,
+                                module,
+                                pos,
+                                idx,
+                                l.instr,
+                                &l.index,
+                            )
+                        })
+            })
+    }
+
+    /// A copy never writes into the buffer it copies from, even when the
+    /// source is dead by then: does `b` copy from a buffer for which
+    /// `in_allocation` is true?
+    pub fn copies_from(&self, b: BufferId, in_allocation: impl Fn(BufferId) -> bool) -> bool {
+        let (module, dataflow) = (self.module, self.dataflow);
+        dataflow.buffers[b.index()].values.iter().any(|&nv| {
+            let copy = module.instr(dataflow.values[nv.index()].instr);
+            copy.opcode == Opcode::Copy
+                && copy.operands.iter().any(|op| {
+                    dataflow.value_of[op.index()]
+                        .iter()
+                        .any(|&av| in_allocation(dataflow.values[av.index()].buffer))
+                })
+        })
+    }
+}

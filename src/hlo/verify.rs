@@ -1,0 +1,490 @@
+//! The structural rules of XLA's HLO verifier that the memory accounting
+//! relies on. XLA never writes a module that breaks them; a file that does was
+//! edited or cut, and its numbers would be wrong, so it is refused with the
+//! instruction's line.
+//!
+//! Checked: the call graph has no cycle; instructions in a computation do not
+//! use each other in a cycle, and in a scheduled module each is defined before
+//! its users; `get-tuple-element` reads an existing element of a tuple and has
+//! its shape; `tuple` has its operands' shapes; the opcodes whose operands the
+//! analysis reads have as many as XLA allows; `call`, `while`, `conditional`
+//! and `fusion` pass their callees as many values as those take, of the shapes
+//! they take. Shapes are compared without layouts (as XLA's `Compatible`).
+
+use super::ir::*;
+use super::opcode::Opcode;
+use super::shape::{ArrayShape, Shape};
+use crate::error::Error;
+use crate::source::SourceFile;
+
+pub(super) fn verify(
+    file: &SourceFile,
+    header: &ModuleHeader,
+    (computations, entry): (&[Computation], CompId),
+    instructions: &[Instruction],
+) -> Result<(), Error> {
+    let check = Verifier {
+        file,
+        computations,
+        instructions,
+    };
+    check.call_graph_is_acyclic()?;
+    check.aliases_exist(header, &computations[entry.index()])?;
+    for comp in computations {
+        if header.is_scheduled {
+            check.defined_before_use(comp)?;
+        }
+        check.uses_are_acyclic(comp)?;
+        for &id in &comp.instructions {
+            check.instruction(id)?;
+        }
+    }
+    Ok(())
+}
+
+struct Verifier<'a> {
+    file: &'a SourceFile,
+    computations: &'a [Computation],
+    instructions: &'a [Instruction],
+}
+
+/// How many operands an opcode may have.
+enum Arity {
+    Exactly(usize),
+    AtLeast(usize),
+}
+
+/// The operand counts XLA's verifier enforces, for the opcodes whose operands
+/// the dataflow and sharing rules read; others (and unknown opcodes) are free.
+fn arity(opcode: &Opcode) -> Option<Arity> {
+    use Opcode::*;
+    Some(match opcode {
+        Parameter | Constant | Iota => Arity::Exactly(0),
+        GetTupleElement
+        | Bitcast
+        | Copy
+        | CopyStart
+        | CopyDone
+        | While
+        | AllReduceDone
+        | AllGatherDone
+        | CollectivePermuteDone
+        | AsyncDone
+        | Reshape
+        | Transpose
+        | Broadcast
+        | Convert
+        | BitcastConvert
+        | Reverse
+        | Slice
+        | Negate
+        | Abs
+        | Exp
+        | Log
+        | Sqrt
+        | Rsqrt
+        | Tanh
+        | Logistic
+        | Not
+        | Sign
+        | Floor
+        | Ceil => Arity::Exactly(1),
+        Add | Subtract | Multiply | Divide | Maximum | Minimum | Power | Remainder | And | Or
+        | Xor | Compare | Atan2 | Complex | ShiftLeft | ShiftRightArithmetic
+        | ShiftRightLogical => Arity::Exactly(2),
+        Select | Clamp => Arity::Exactly(3),
+        DynamicUpdateSlice => Arity::AtLeast(2),
+        DynamicSlice | Conditional => Arity::AtLeast(1),
+        _ => return None,
+    })
+}
+
+/// Same structure, element types and dimensions; layouts are not compared.
+fn compatible(a: &Shape, b: &Shape) -> bool {
+    match (a, b) {
+        (Shape::Array(x), Shape::Array(y)) => arrays_compatible(x, y),
+        (Shape::Tuple(x), Shape::Tuple(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| compatible(p, q))
+        }
+        (Shape::Buffer(x), Shape::Buffer(y)) => compatible(x, y),
+        _ => false,
+    }
+}
+
+fn arrays_compatible(a: &ArrayShape, b: &ArrayShape) -> bool {
+    a.element == b.element && a.dims == b.dims
+}
+
+impl Verifier<'_> {
+    fn instr(&self, id: InstrId) -> &Instruction {
+        &self.instructions[id.index()]
+    }
+
+    fn error(&self, id: InstrId, title: String, label: &str) -> Error {
+        let span = self.instr(id).span;
+        Error::at(
+            self.file,
+            span.start as usize..span.end as usize,
+            title,
+            label,
+        )
+        .with_note("XLA's HLO verifier rejects this; the file was probably edited or cut")
+    }
+
+    /// Every `input_output_alias` and `buffer_donor` names an output and a
+    /// parameter element that exist (XLA's `HloInputOutputAliasConfig::Verify`).
+    fn aliases_exist(&self, header: &ModuleHeader, entry: &Computation) -> Result<(), Error> {
+        let result = &self.instr(entry.root).shape;
+        let parameter_has = |number: u64, index: &[u64]| {
+            usize::try_from(number)
+                .ok()
+                .and_then(|n| entry.parameters.get(n))
+                .is_some_and(|&p| self.instr(p).shape.subshape(index).is_some())
+        };
+        let bad = header
+            .input_output_alias
+            .iter()
+            .find(|a| {
+                result.subshape(&a.output_index).is_none()
+                    || !parameter_has(a.parameter, &a.parameter_index)
+            })
+            .map(|a| {
+                (
+                    "input_output_alias",
+                    format!(
+                        "output {:?} in parameter {} at {:?}",
+                        a.output_index, a.parameter, a.parameter_index
+                    ),
+                )
+            })
+            .or_else(|| {
+                header
+                    .buffer_donors
+                    .iter()
+                    .find(|d| !parameter_has(d.parameter, &d.parameter_index))
+                    .map(|d| {
+                        (
+                            "buffer_donor",
+                            format!(
+                                "parameter {} at {:?} as donated",
+                                d.parameter, d.parameter_index
+                            ),
+                        )
+                    })
+            });
+        let Some((attribute, what)) = bad else {
+            return Ok(());
+        };
+        let text = &self.file.text;
+        let header_end = text.find('\n').unwrap_or(text.len());
+        let at = text[..header_end].find(attribute).unwrap_or(0);
+        Err(Error::at(
+            self.file,
+            at..at + attribute.len(),
+            format!("`{attribute}` names {what}, which the entry computation does not have"),
+            "no such output or parameter",
+        )
+        .with_note("XLA's HLO verifier rejects this; the file was probably edited or cut"))
+    }
+
+    /// A computation that calls itself, directly or through others, would
+    /// never finish; XLA's call graph must be a DAG.
+    fn call_graph_is_acyclic(&self) -> Result<(), Error> {
+        // 0: not visited, 1: on the current path, 2: done.
+        let mut state = vec![0u8; self.computations.len()];
+        for start in 0..self.computations.len() {
+            if state[start] != 0 {
+                continue;
+            }
+            // (computation, next instruction, next callee of that instruction)
+            let mut stack = vec![(start, 0usize, 0usize)];
+            state[start] = 1;
+            while let Some(&mut (c, ref mut i, ref mut k)) = stack.last_mut() {
+                let instrs = &self.computations[c].instructions;
+                let Some(&id) = instrs.get(*i) else {
+                    state[c] = 2;
+                    stack.pop();
+                    continue;
+                };
+                let Some(&(_, callee)) = self.instr(id).called.get(*k) else {
+                    *i += 1;
+                    *k = 0;
+                    continue;
+                };
+                *k += 1;
+                match state[callee.index()] {
+                    0 => {
+                        state[callee.index()] = 1;
+                        stack.push((callee.index(), 0, 0));
+                    }
+                    1 => {
+                        let name = &self.computations[callee.index()].name;
+                        return Err(self.error(
+                            id,
+                            format!("computation `%{name}` calls itself"),
+                            "this call closes a cycle of calls",
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// In a scheduled module the text order is the execution order: every
+    /// operand and control predecessor comes before its user.
+    fn defined_before_use(&self, comp: &Computation) -> Result<(), Error> {
+        let mut defined = std::collections::HashSet::with_capacity(comp.instructions.len());
+        for &id in &comp.instructions {
+            let instr = self.instr(id);
+            let early = instr
+                .operands
+                .iter()
+                .chain(instr.control_predecessors.iter())
+                .find(|p| {
+                    !defined.contains(*p) && self.instr(**p).computation == instr.computation
+                });
+            if let Some(&p) = early {
+                return Err(self.error(
+                    id,
+                    format!(
+                        "`%{}` uses `%{}`, which the schedule runs later",
+                        instr.name,
+                        self.instr(p).name
+                    ),
+                    "used before it is defined in a scheduled module",
+                ));
+            }
+            defined.insert(id);
+        }
+        Ok(())
+    }
+
+    /// Operands and control predecessors form a DAG within a computation.
+    fn uses_are_acyclic(&self, comp: &Computation) -> Result<(), Error> {
+        let position: std::collections::HashMap<InstrId, usize> = comp
+            .instructions
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (id, i))
+            .collect();
+        let preds = |id: InstrId| {
+            let instr = self.instr(id);
+            instr
+                .operands
+                .iter()
+                .chain(instr.control_predecessors.iter())
+                .filter_map(|p| position.get(p).copied())
+                .collect::<Vec<_>>()
+        };
+        let mut state = vec![0u8; comp.instructions.len()];
+        for start in 0..comp.instructions.len() {
+            if state[start] != 0 {
+                continue;
+            }
+            let mut stack = vec![(start, preds(comp.instructions[start]), 0usize)];
+            state[start] = 1;
+            while let Some((node, node_preds, next)) = stack.last_mut() {
+                let Some(&p) = node_preds.get(*next) else {
+                    state[*node] = 2;
+                    stack.pop();
+                    continue;
+                };
+                *next += 1;
+                match state[p] {
+                    0 => {
+                        state[p] = 1;
+                        let p_preds = preds(comp.instructions[p]);
+                        stack.push((p, p_preds, 0));
+                    }
+                    1 => {
+                        let id = comp.instructions[*node];
+                        let other = &self.instr(comp.instructions[p]).name;
+                        return Err(self.error(
+                            id,
+                            format!(
+                                "`%{}` depends on itself through `%{other}`",
+                                self.instr(id).name
+                            ),
+                            "instructions use each other in a cycle",
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn instruction(&self, id: InstrId) -> Result<(), Error> {
+        let instr = self.instr(id);
+        let n = instr.operands.len();
+        match arity(&instr.opcode) {
+            Some(Arity::Exactly(k)) if n != k => {
+                return Err(self.error(
+                    id,
+                    format!(
+                        "`{}` takes {k} operand(s), `%{}` has {n}",
+                        instr.opcode, instr.name
+                    ),
+                    "wrong number of operands",
+                ))
+            }
+            Some(Arity::AtLeast(k)) if n < k => {
+                return Err(self.error(
+                    id,
+                    format!(
+                        "`{}` takes at least {k} operand(s), `%{}` has {n}",
+                        instr.opcode, instr.name
+                    ),
+                    "too few operands",
+                ))
+            }
+            _ => {}
+        }
+        match instr.opcode {
+            Opcode::GetTupleElement => self.get_tuple_element(id),
+            Opcode::Tuple => {
+                let operand_shapes: Vec<&Shape> = instr
+                    .operands
+                    .iter()
+                    .map(|&o| &*self.instr(o).shape)
+                    .collect();
+                let matches = instr.shape.is_tuple()
+                    && instr.shape.tuple_elements().len() == operand_shapes.len()
+                    && instr
+                        .shape
+                        .tuple_elements()
+                        .iter()
+                        .zip(operand_shapes)
+                        .all(|(e, o)| compatible(e, o));
+                if matches {
+                    Ok(())
+                } else {
+                    Err(self.error(
+                        id,
+                        format!(
+                            "the shape of `%{}` is not the tuple of its operands' shapes",
+                            instr.name
+                        ),
+                        "shape does not match the operands",
+                    ))
+                }
+            }
+            Opcode::Call | Opcode::Fusion | Opcode::While | Opcode::Conditional => {
+                self.callee_signatures(id)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn get_tuple_element(&self, id: InstrId) -> Result<(), Error> {
+        let instr = self.instr(id);
+        let operand = self.instr(instr.operands[0]);
+        let index = instr.tuple_index.unwrap_or(0);
+        if !operand.shape.is_tuple() {
+            return Err(self.error(
+                id,
+                format!(
+                    "`%{}` reads a tuple element of `%{}`, which is not a tuple",
+                    instr.name, operand.name
+                ),
+                "operand is not a tuple",
+            ));
+        }
+        let elements = operand.shape.tuple_elements();
+        let Some(element) = usize::try_from(index).ok().and_then(|i| elements.get(i)) else {
+            return Err(self.error(
+                id,
+                format!(
+                    "`%{}` reads element {index} of `%{}`, which has {}",
+                    instr.name,
+                    operand.name,
+                    elements.len()
+                ),
+                "tuple index out of range",
+            ));
+        };
+        if !compatible(element, &instr.shape) {
+            return Err(self.error(
+                id,
+                format!(
+                    "`%{}` has shape {}, but element {index} of `%{}` is {element}",
+                    instr.name, instr.shape, operand.name
+                ),
+                "shape is not the tuple element's",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The values passed to each called computation have its parameters'
+    /// shapes, and what comes back has the caller's.
+    fn callee_signatures(&self, id: InstrId) -> Result<(), Error> {
+        let instr = self.instr(id);
+        for &(role, callee) in instr.called.iter() {
+            let comp = &self.computations[callee.index()];
+            // (values passed, result expected; None where the callee's result is not the caller's)
+            let (passed, result): (Vec<InstrId>, Option<&Shape>) = match (&instr.opcode, role) {
+                (Opcode::Call, CallRole::ToApply | CallRole::Calls)
+                | (Opcode::Fusion, CallRole::Calls) => {
+                    (instr.operands.clone(), Some(&*instr.shape))
+                }
+                (Opcode::While, CallRole::Body) => (instr.operands.clone(), Some(&*instr.shape)),
+                (Opcode::While, CallRole::Condition) => (instr.operands.clone(), None),
+                (Opcode::Conditional, CallRole::Branch) => {
+                    let b = instr
+                        .called
+                        .iter()
+                        .filter(|(r, _)| *r == CallRole::Branch)
+                        .position(|&(_, c)| c == callee)
+                        .unwrap_or(0);
+                    let arg = instr.operands.get(b + 1).copied();
+                    (arg.into_iter().collect(), Some(&*instr.shape))
+                }
+                _ => continue,
+            };
+            if comp.parameters.len() != passed.len() {
+                return Err(self.error(
+                    id,
+                    format!(
+                        "`%{}` passes {} value(s) to `%{}`, which takes {}",
+                        instr.name,
+                        passed.len(),
+                        comp.name,
+                        comp.parameters.len()
+                    ),
+                    "operand count does not match the called computation",
+                ));
+            }
+            for (k, (&arg, &param)) in passed.iter().zip(&comp.parameters).enumerate() {
+                let (arg, param) = (self.instr(arg), self.instr(param));
+                if !compatible(&arg.shape, &param.shape) {
+                    return Err(self.error(
+                        id,
+                        format!(
+                            "`%{}` passes {} to parameter {k} of `%{}`, which is {}",
+                            instr.name, arg.shape, comp.name, param.shape
+                        ),
+                        "operand shape does not match the called computation",
+                    ));
+                }
+            }
+            if let Some(result) = result {
+                let root = self.instr(comp.root);
+                if !compatible(&root.shape, result) {
+                    return Err(self.error(
+                        id,
+                        format!(
+                            "`%{}` has shape {result}, but `%{}` returns {}",
+                            instr.name, comp.name, root.shape
+                        ),
+                        "shape does not match the called computation's result",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

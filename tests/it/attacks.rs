@@ -1,0 +1,297 @@
+//! The reproducers of the second attack on hlomem (issue "never crash, never
+//! lie, round two"): deep call nesting, adversarial sizes of one computation,
+//! sums past 2^64, odd folder entries and odd command-line input. Each must
+//! give a result or a clear error, never an abort, a hang or a wrong number.
+//! How fast the large shapes run is measured by `cargo bench` (stages), not here.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use crate::support::run_hlomem as hlomem;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hlomem-attack-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `depth` computations, each calling the next: `c0` negates, the entry calls `c{depth-1}`.
+fn nested_calls(depth: usize) -> String {
+    let mut t = String::from(
+        "HloModule nested_calls, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n\
+         c0 {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n",
+    );
+    for i in 1..depth {
+        let _ = writeln!(
+            t,
+            "c{i} {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
+            i - 1
+        );
+    }
+    let _ = writeln!(
+        t,
+        "ENTRY main {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
+        depth - 1
+    );
+    t
+}
+
+/// `depth` while loops, each body the next loop.
+fn nested_whiles(depth: usize) -> String {
+    let mut t = String::from(
+        "HloModule nested_whiles, entry_computation_layout={(s32[])->s32[]}\n\n\
+         cond {\n  p = s32[] parameter(0)\n  c = s32[] constant(10)\n  ROOT lt = pred[] compare(p, c), direction=LT\n}\n\n\
+         b0 {\n  p = s32[] parameter(0)\n  one = s32[] constant(1)\n  ROOT a = s32[] add(p, one)\n}\n",
+    );
+    for i in 1..depth {
+        let _ = writeln!(
+            t,
+            "b{i} {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
+            i - 1
+        );
+    }
+    let _ = writeln!(
+        t,
+        "ENTRY main {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
+        depth - 1
+    );
+    t
+}
+
+/// 20,000 nested calls and whiles analyze, on their own and in a folder
+/// (whose workers have smaller stacks), with the numbers of one level.
+#[test]
+fn twenty_thousand_nested_calls_and_whiles() {
+    let dir = scratch("nested");
+    let calls = dir.join("module_0001.calls.cpu_after_optimizations.txt");
+    let whiles = dir.join("module_0002.whiles.cpu_after_optimizations.txt");
+    std::fs::write(&calls, nested_calls(20_000)).unwrap();
+    std::fs::write(&whiles, nested_whiles(20_000)).unwrap();
+    for path in [&calls, &whiles] {
+        let (code, out, err) = hlomem(&["analyze", "--format", "json", path.to_str().unwrap()]);
+        assert_eq!(code, Some(0), "{}: {err}", path.display());
+        let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert!(
+            json["modules"][0]["memory"]["total_bytes"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+    let (code, out, err) = hlomem(&["analyze", "--format", "json", dir.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let modules = json["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 2);
+    // One f32[4] in, one out: the loop state and the calls' values add nothing else.
+    assert_eq!(modules[0]["memory"]["argument_bytes"], 16);
+    assert_eq!(modules[0]["memory"]["output_bytes"], 16);
+    assert_eq!(modules[1]["memory"]["argument_bytes"], 4);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A chain of 60,000 instructions (each the only user of the one before, all
+/// sharing one buffer), a fan-out (one value read by 60,000) and a
+/// concatenate of 1,000,000 operands: the shapes that were quadratic.
+#[test]
+fn long_chains_wide_fan_out_and_huge_operand_lists() {
+    let n = 60_000;
+    let mut chain = String::from(
+        "HloModule chain, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}\n\n\
+         ENTRY main {\n  v0 = f32[16]{0} parameter(0)\n",
+    );
+    let mut fan = chain.replace("chain", "fan").replace("v0 =", "p =");
+    fan.push_str("  v0 = f32[16]{0} negate(p)\n");
+    for i in 1..n {
+        let _ = writeln!(chain, "  v{i} = f32[16]{{0}} negate(v{})", i - 1);
+        let _ = writeln!(fan, "  v{i} = f32[16]{{0}} add(v0, v{})", i - 1);
+    }
+    for t in [&mut chain, &mut fan] {
+        let _ = writeln!(t, "  ROOT r = f32[16]{{0}} negate(v{})\n}}", n - 1);
+    }
+    for text in [chain, fan] {
+        let module = hlomem::parse_text("wide.txt", text).unwrap();
+        let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+        assert_eq!(model.totals.argument_bytes, 64);
+        assert_eq!(model.totals.output_bytes, 64);
+    }
+    let operands = vec!["p"; 1_000_000].join(", ");
+    let text = format!(
+        "HloModule concat, entry_computation_layout={{(f32[1]{{0}})->f32[1000000]{{0}}}}\n\n\
+         ENTRY main {{\n  p = f32[1]{{0}} parameter(0)\n  \
+         ROOT c = f32[1000000]{{0}} concatenate({operands}), dimensions={{0}}\n}}\n"
+    );
+    let module = hlomem::parse_text("concat.txt", text).unwrap();
+    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    assert_eq!(model.totals.output_bytes, 4_000_000);
+}
+
+/// Four parameters of 2^62 bytes add up to 2^64: an input error naming the
+/// line, never a saturated "16.00EiB".
+#[test]
+fn sums_past_64_bits_are_input_errors() {
+    let dir = scratch("sums");
+    let path = dir.join("huge.txt");
+    let shape = "u8[4611686018427387904]{0}";
+    let mut text = format!(
+        "HloModule m, is_scheduled=true, entry_computation_layout={{({shape}, {shape}, {shape}, {shape})->{shape}}}\n\nENTRY e {{\n"
+    );
+    for i in 0..4 {
+        let _ = writeln!(text, "  p{i} = {shape} parameter({i})");
+    }
+    let _ = writeln!(text, "  ROOT n = {shape} negate(p0)\n}}");
+    std::fs::write(&path, text).unwrap();
+    for command in ["analyze", "check"] {
+        let mut args = vec![command, path.to_str().unwrap()];
+        if command == "check" {
+            args.extend(["--budget", "16GiB"]);
+        }
+        let (code, out, err) = hlomem(&args);
+        assert_eq!(code, Some(2), "{command}: {out}{err}");
+        assert!(err.contains("add up to more than 2^64 bytes"), "{err}");
+        assert!(err.contains("huge.txt:7:"), "{err}");
+        assert!(!out.contains("16.00EiB") && !err.contains("16.00EiB"));
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// An out-of-memory message with sizes of 2^64 bytes: no sum includes them.
+#[test]
+fn explain_never_sums_past_64_bits() {
+    let text =
+        "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 18446744073709551615 bytes.\n\
+                Peak buffers:\n\tBuffer 1:\n\t\tSize: 16.00EiB\n\t\tShape: u8[1]\n\t\t===\n\
+                \tBuffer 2:\n\t\tSize: 15.99EiB\n\t\tShape: u8[2]\n\t\t===\n\
+                \tBuffer 3:\n\t\tSize: 15.99EiB\n\t\tShape: u8[2]\n\t\t===\n";
+    let message = hlomem::oom::read(text).expect("recognized");
+    let explanation = hlomem::oom::explain::explain(&message, None);
+    for group in &explanation.buffer_groups {
+        if group.count > 1 {
+            assert_eq!(group.total_bytes, None, "{group:?}");
+        }
+    }
+    // 16.00EiB is not a byte count a u64 holds: no size, rather than a saturated one.
+    assert!(explanation
+        .buffer_groups
+        .iter()
+        .any(|g| g.shape == "u8[1]" && g.each_bytes.is_none()));
+}
+
+/// A FIFO named like a module is named and skipped (reading it would wait
+/// forever); a module whose file name is not UTF-8 is analyzed; an empty
+/// folder says what hlomem looks for.
+#[cfg(unix)]
+#[test]
+fn fifos_odd_names_and_empty_folders() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("folders");
+    let sample = "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt";
+    let odd = std::ffi::OsStr::from_bytes(b"module_0001.jit_\xff.cpu_after_optimizations.txt");
+    std::fs::copy(sample, dir.join(odd)).unwrap();
+    let fifo = dir.join("module_0002.jit_g.cpu_after_optimizations.txt");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    let (code, out, err) = hlomem(&["analyze", "--format", "json", dir.to_str().unwrap()]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["modules"].as_array().unwrap().len(), 1, "{err}");
+    assert!(json["modules"][0]["file"]
+        .as_str()
+        .unwrap()
+        .contains("jit_\u{FFFD}"));
+    if made.is_ok_and(|s| s.success()) {
+        assert_eq!(code, Some(2));
+        assert!(
+            err.contains("module_0002.jit_g") && err.contains("a FIFO"),
+            "{err}"
+        );
+    } else {
+        assert_eq!(code, Some(0), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+
+    let empty = scratch("empty");
+    let (code, out, err) = hlomem(&["analyze", empty.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(out.is_empty());
+    assert!(
+        err.contains("holds no HLO module") && err.contains("--xla_dump_to"),
+        "{err}"
+    );
+    assert!(!err.contains("later release"), "{err}");
+    std::fs::remove_dir_all(&empty).ok();
+}
+
+/// Budgets are parsed exactly: nothing rounds to another size.
+#[test]
+fn budgets_are_exact_or_refused() {
+    let sample = "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt";
+    for bad in ["18446744073709551616", "0.0000001", "1.5", "0", "16EiB"] {
+        let (code, _, err) = hlomem(&["check", sample, "--budget", bad]);
+        assert_eq!(code, Some(2), "--budget {bad}: {err}");
+        assert!(err.contains("--budget"), "{err}");
+    }
+    // `G` is GiB, as in XLA's own messages.
+    let (code, out, err) = hlomem(&["check", sample, "--budget", "1G", "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["budget_bytes"], 1u64 << 30);
+}
+
+/// A byte-order mark at the start of a module is not an error.
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let text = std::fs::read_to_string(
+        "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt",
+    )
+    .unwrap();
+    let module = hlomem::source::SourceFile::from_bytes(
+        std::path::Path::new("bom.txt"),
+        format!("\u{FEFF}{text}").into_bytes(),
+    )
+    .and_then(hlomem::hlo::parse_module)
+    .expect("a BOM is skipped");
+    assert_eq!(module.name, "jit_fn");
+}
+
+/// A closed or empty standard input is said to be so, not "no message found".
+#[test]
+fn closed_standard_input_is_named() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .arg("explain")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("standard input is"), "{err}");
+    assert!(!err.contains("no out-of-memory message"), "{err}");
+}
+
+/// `--html` onto a symlink replaces the link with the page and leaves what it
+/// pointed to alone; the page is written whole or not at all.
+#[cfg(unix)]
+#[test]
+fn html_replaces_a_symlink_instead_of_following_it() {
+    let dir = scratch("html");
+    let target = dir.join("precious.txt");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.join("report.html");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, _, err) = hlomem(&[
+        "analyze",
+        "samples/add_nodonate/dump",
+        "--html",
+        link.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    let page = std::fs::read_to_string(&link).unwrap();
+    assert!(page.starts_with("<!DOCTYPE html>") || page.starts_with("<!doctype html>"));
+    assert!(!std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let leftovers = std::fs::read_dir(&dir).unwrap().count();
+    assert_eq!(leftovers, 2, "no temporary file is left behind");
+    std::fs::remove_dir_all(&dir).ok();
+}
