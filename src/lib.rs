@@ -8,6 +8,7 @@ pub mod error;
 pub mod findings;
 pub mod gate;
 pub mod hlo;
+pub mod host;
 pub mod inputs;
 pub mod oom;
 pub mod render;

@@ -56,6 +56,20 @@ impl SourceFile {
                 bytes: metadata.len(),
             });
         }
+        if let Some((limit, source)) = crate::host::memory_limit() {
+            let needed = crate::host::memory_needed(metadata.len());
+            if needed > limit {
+                return Err(Error::Usage(format!(
+                    "{} is {}; analyzing it needs up to {} of memory, more than {} allows ({}); \
+                     run hlomem where more memory is available",
+                    path.display(),
+                    crate::units::human_bytes(metadata.len()),
+                    crate::units::human_bytes(needed),
+                    source,
+                    crate::units::human_bytes(limit),
+                )));
+            }
+        }
         let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
         SourceFile::from_bytes(path, bytes)
     }

@@ -9,54 +9,15 @@ use std::path::PathBuf;
 
 use crate::support::run_hlomem as hlomem;
 
+#[path = "../../bench/shapes.rs"]
+mod shapes;
+use shapes::{chain, fan_out, nested_calls, nested_whiles, wide_concatenate};
+
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hlomem-attack-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// `depth` computations, each calling the next: `c0` negates, the entry calls `c{depth-1}`.
-fn nested_calls(depth: usize) -> String {
-    let mut t = String::from(
-        "HloModule nested_calls, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n\
-         c0 {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n",
-    );
-    for i in 1..depth {
-        let _ = writeln!(
-            t,
-            "c{i} {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
-            i - 1
-        );
-    }
-    let _ = writeln!(
-        t,
-        "ENTRY main {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
-        depth - 1
-    );
-    t
-}
-
-/// `depth` while loops, each body the next loop.
-fn nested_whiles(depth: usize) -> String {
-    let mut t = String::from(
-        "HloModule nested_whiles, entry_computation_layout={(s32[])->s32[]}\n\n\
-         cond {\n  p = s32[] parameter(0)\n  c = s32[] constant(10)\n  ROOT lt = pred[] compare(p, c), direction=LT\n}\n\n\
-         b0 {\n  p = s32[] parameter(0)\n  one = s32[] constant(1)\n  ROOT a = s32[] add(p, one)\n}\n",
-    );
-    for i in 1..depth {
-        let _ = writeln!(
-            t,
-            "b{i} {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
-            i - 1
-        );
-    }
-    let _ = writeln!(
-        t,
-        "ENTRY main {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
-        depth - 1
-    );
-    t
 }
 
 /// 20,000 nested calls and whiles analyze, on their own and in a folder
@@ -97,31 +58,13 @@ fn twenty_thousand_nested_calls_and_whiles() {
 #[test]
 fn long_chains_wide_fan_out_and_huge_operand_lists() {
     let n = 60_000;
-    let mut chain = String::from(
-        "HloModule chain, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}\n\n\
-         ENTRY main {\n  v0 = f32[16]{0} parameter(0)\n",
-    );
-    let mut fan = chain.replace("chain", "fan").replace("v0 =", "p =");
-    fan.push_str("  v0 = f32[16]{0} negate(p)\n");
-    for i in 1..n {
-        let _ = writeln!(chain, "  v{i} = f32[16]{{0}} negate(v{})", i - 1);
-        let _ = writeln!(fan, "  v{i} = f32[16]{{0}} add(v0, v{})", i - 1);
-    }
-    for t in [&mut chain, &mut fan] {
-        let _ = writeln!(t, "  ROOT r = f32[16]{{0}} negate(v{})\n}}", n - 1);
-    }
-    for text in [chain, fan] {
+    for text in [chain(n), fan_out(n)] {
         let module = hlomem::parse_text("wide.txt", text).unwrap();
         let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
         assert_eq!(model.totals.argument_bytes, 64);
         assert_eq!(model.totals.output_bytes, 64);
     }
-    let operands = vec!["p"; 1_000_000].join(", ");
-    let text = format!(
-        "HloModule concat, entry_computation_layout={{(f32[1]{{0}})->f32[1000000]{{0}}}}\n\n\
-         ENTRY main {{\n  p = f32[1]{{0}} parameter(0)\n  \
-         ROOT c = f32[1000000]{{0}} concatenate({operands}), dimensions={{0}}\n}}\n"
-    );
+    let text = wide_concatenate(1_000_000);
     let module = hlomem::parse_text("concat.txt", text).unwrap();
     let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
     assert_eq!(model.totals.output_bytes, 4_000_000);
@@ -293,5 +236,32 @@ fn html_replaces_a_symlink_instead_of_following_it() {
         .is_symlink());
     let leftovers = std::fs::read_dir(&dir).unwrap().count();
     assert_eq!(leftovers, 2, "no temporary file is left behind");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A module too large for the memory this process may use is refused before
+/// it is read, naming the limit, rather than aborting on an allocation. The
+/// file is sparse: 2 GB long, nothing on disk.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_module_too_large_for_the_memory_limit_is_refused_early() {
+    let dir = scratch("large");
+    let path = dir.join("module_0000.big.cpu_after_optimizations.txt");
+    std::fs::File::create(&path)
+        .unwrap()
+        .set_len(2_000_000_000)
+        .unwrap();
+    let output = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 2000000 && exec {} analyze {}",
+            env!("CARGO_BIN_EXE_hlomem"),
+            dir.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("ulimit -v") && err.contains("needs up to"), "{err}");
     std::fs::remove_dir_all(&dir).ok();
 }

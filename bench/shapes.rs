@@ -1,0 +1,84 @@
+//! Adversarial module shapes, generated: the ones the robustness issue found
+//! quadratic or stack-hungry. Shared by `benches/adversarial.rs` (how time
+//! grows with size) and `tests/it/attacks.rs` (that they analyze at all).
+
+use std::fmt::Write as _;
+
+/// `depth` computations, each calling the next; the entry calls the last.
+pub fn nested_calls(depth: usize) -> String {
+    let mut t = String::from(
+        "HloModule nested_calls, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n\
+         c0 {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n",
+    );
+    for i in 1..depth {
+        let _ = writeln!(
+            t,
+            "c{i} {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
+            i - 1
+        );
+    }
+    let _ = writeln!(
+        t,
+        "ENTRY main {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
+        depth - 1
+    );
+    t
+}
+
+/// `depth` while loops, each one's body the next loop.
+pub fn nested_whiles(depth: usize) -> String {
+    let mut t = String::from(
+        "HloModule nested_whiles, entry_computation_layout={(s32[])->s32[]}\n\n\
+         cond {\n  p = s32[] parameter(0)\n  c = s32[] constant(10)\n  ROOT lt = pred[] compare(p, c), direction=LT\n}\n\n\
+         b0 {\n  p = s32[] parameter(0)\n  one = s32[] constant(1)\n  ROOT a = s32[] add(p, one)\n}\n",
+    );
+    for i in 1..depth {
+        let _ = writeln!(
+            t,
+            "b{i} {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
+            i - 1
+        );
+    }
+    let _ = writeln!(
+        t,
+        "ENTRY main {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
+        depth - 1
+    );
+    t
+}
+
+/// `n` instructions, each the only user of the one before: all share one buffer.
+pub fn chain(n: usize) -> String {
+    let mut t = String::from(
+        "HloModule chain, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}\n\n\
+         ENTRY main {\n  v0 = f32[16]{0} parameter(0)\n",
+    );
+    for i in 1..n {
+        let _ = writeln!(t, "  v{i} = f32[16]{{0}} negate(v{})", i - 1);
+    }
+    let _ = writeln!(t, "  ROOT r = f32[16]{{0}} negate(v{})\n}}", n - 1);
+    t
+}
+
+/// One value read by `n` instructions, which also form a chain.
+pub fn fan_out(n: usize) -> String {
+    let mut t = String::from(
+        "HloModule fan_out, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}\n\n\
+         ENTRY main {\n  p = f32[16]{0} parameter(0)\n  v0 = f32[16]{0} negate(p)\n",
+    );
+    for i in 1..n {
+        let _ = writeln!(t, "  v{i} = f32[16]{{0}} add(v0, v{})", i - 1);
+    }
+    let _ = writeln!(t, "  ROOT r = f32[16]{{0}} negate(v{})\n}}", n - 1);
+    t
+}
+
+/// A `concatenate` of `n` operands, all the same parameter.
+pub fn wide_concatenate(n: usize) -> String {
+    let operands = vec!["p"; n].join(", ");
+    format!(
+        "HloModule concat, entry_computation_layout={{(f32[1]{{0}})->f32[{n}]{{0}}}}\n\n\
+         ENTRY main {{\n  p = f32[1]{{0}} parameter(0)\n  \
+         ROOT c = f32[{n}]{{0}} concatenate({operands}), dimensions={{0}}\n}}\n"
+    )
+}

@@ -1,0 +1,41 @@
+//! How parse + accounting time grows on the module shapes that used to be
+//! quadratic or to overflow the stack (`bench/shapes.rs`): each at two sizes,
+//! 3x apart, so the ratio of the two times shows the growth (3x is linear).
+//! `cargo bench --bench adversarial`.
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+
+#[path = "../bench/shapes.rs"]
+mod shapes;
+
+fn analyze(text: &str) -> u64 {
+    let module = hlomem::parse_text("shape.txt", text.to_string()).expect("parses");
+    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    model.totals.total_bytes
+}
+
+fn adversarial(c: &mut Criterion) {
+    type Make = fn(usize) -> String;
+    let cases: [(&str, Make, [usize; 2]); 5] = [
+        ("chain", shapes::chain, [20_000, 60_000]),
+        ("fan-out", shapes::fan_out, [20_000, 60_000]),
+        ("nested-calls", shapes::nested_calls, [6_667, 20_000]),
+        ("nested-whiles", shapes::nested_whiles, [6_667, 20_000]),
+        ("concatenate", shapes::wide_concatenate, [333_333, 1_000_000]),
+    ];
+    for (name, make, sizes) in cases {
+        let mut group = c.benchmark_group(format!("adversarial/{name}"));
+        group.sample_size(10);
+        for n in sizes {
+            let text = make(n);
+            group.throughput(Throughput::Elements(n as u64));
+            group.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, text| {
+                b.iter(|| analyze(text))
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, adversarial);
+criterion_main!(benches);
