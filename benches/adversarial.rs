@@ -21,7 +21,11 @@ fn adversarial(c: &mut Criterion) {
         ("fan-out", shapes::fan_out, [20_000, 60_000]),
         ("nested-calls", shapes::nested_calls, [6_667, 20_000]),
         ("nested-whiles", shapes::nested_whiles, [6_667, 20_000]),
-        ("concatenate", shapes::wide_concatenate, [333_333, 1_000_000]),
+        (
+            "concatenate",
+            shapes::wide_concatenate,
+            [333_333, 1_000_000],
+        ),
     ];
     for (name, make, sizes) in cases {
         let mut group = c.benchmark_group(format!("adversarial/{name}"));

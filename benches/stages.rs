@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hlomem::analysis::schedule::Schedule;
 use hlomem::analysis::{self, assign, dataflow::Dataflow, graph::ModuleGraph, liveness};
-use hlomem::render::{render, Format, RenderOptions};
+use hlomem::render::{render, AnalyzeFormat as Format, RenderOptions};
 
 const MODULE: &str = "module_0000.jit_train_step.cpu_after_optimizations.txt";
 

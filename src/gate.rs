@@ -11,15 +11,76 @@ fn devices(m: &ModuleReport) -> u64 {
     m.num_partitions.max(1) * m.replica_count.max(1)
 }
 
+/// What `check` compares and what it found.
 #[derive(Debug, Serialize)]
 pub struct CheckResult {
-    pub budget_bytes: u64,
-    /// The budget is one device's memory (else the whole program's, over all devices).
-    pub per_device: bool,
+    /// `--budget`, if given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_bytes: Option<u64>,
+    /// The budget is for the whole program over all its devices
+    /// (`--whole-program`); by default it is one device's memory.
+    pub whole_program: bool,
+    /// The finding codes `--fail-on` named (`HM003`), as given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fail_on: Vec<String>,
     pub modules: Vec<CheckedModule>,
     /// Files that could not be analyzed.
     pub errors: usize,
     pub passed: bool,
+}
+
+impl CheckResult {
+    /// Modules over the budget.
+    pub fn over_budget(&self) -> impl Iterator<Item = &CheckedModule> {
+        self.modules.iter().filter(|m| m.over_by.is_some())
+    }
+
+    /// Modules with a finding `--fail-on` names.
+    pub fn with_forbidden_findings(&self) -> impl Iterator<Item = &CheckedModule> {
+        self.modules
+            .iter()
+            .filter(|m| !m.failing_findings.is_empty())
+    }
+}
+
+/// Which memory a module's figure is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryKind {
+    /// TPU high-bandwidth memory (on-chip VMEM and SMEM do not count).
+    Hbm,
+    /// GPU or CPU device memory.
+    Device,
+}
+
+impl MemoryKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Hbm => "HBM",
+            MemoryKind::Device => "device memory",
+        }
+    }
+}
+
+/// A finding as the gate cites it.
+#[derive(Debug, Clone, Serialize)]
+pub struct FindingRef {
+    pub code: &'static str,
+    pub name: &'static str,
+    /// Bytes at stake (what the fix would save).
+    pub bytes: u64,
+    pub message: String,
+}
+
+impl FindingRef {
+    fn of(f: &crate::findings::Finding) -> FindingRef {
+        FindingRef {
+            code: f.code,
+            name: f.name,
+            bytes: f.bytes,
+            message: f.message.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -28,72 +89,62 @@ pub struct CheckedModule {
     pub name: String,
     pub file: String,
     /// What was compared with the budget: `device_bytes` (the default memory
-    /// space, which is all of `total_bytes` off TPU), times the devices unless
-    /// `per_device`.
+    /// space, which is all of `total_bytes` off TPU), per device, or times
+    /// the devices with `whole_program`.
     pub bytes: u64,
-    /// Which memory `bytes` is: `HBM` on TPU (on-chip VMEM does not count),
-    /// `device memory` elsewhere.
-    pub memory: &'static str,
+    pub memory: MemoryKind,
     pub devices: u64,
+    /// How far over the budget.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub over_by: Option<u64>,
     /// Findings named by `--fail-on` that this module has.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub failing_findings: Vec<String>,
-    /// The module's largest findings, for the report.
+    pub failing_findings: Vec<FindingRef>,
+    /// Its other largest findings, which do not fail the check.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub top_findings: Vec<String>,
+    pub other_findings: Vec<FindingRef>,
 }
 
-pub fn check(report: &Report, budget: u64, per_device: bool, fail_on: &[String]) -> CheckResult {
+/// `budget`: one device's memory, or with `whole_program` all devices'.
+pub fn check(
+    report: &Report,
+    budget: Option<u64>,
+    whole_program: bool,
+    fail_on: &[String],
+) -> CheckResult {
+    let forbidden = |f: &crate::findings::Finding| {
+        fail_on
+            .iter()
+            .any(|c| c.eq_ignore_ascii_case(f.code) || c.eq_ignore_ascii_case(f.name))
+    };
     let modules: Vec<CheckedModule> = report
         .largest_first()
         .into_iter()
         .map(|m| {
             let d = devices(m);
             // What must fit in device memory: on TPU, HBM (VMEM is on-chip).
-            let bytes = if per_device {
-                m.memory.device_bytes
-            } else {
+            let bytes = if whole_program {
                 m.memory.device_bytes.saturating_mul(d)
+            } else {
+                m.memory.device_bytes
             };
-            let failing_findings = m
-                .findings
-                .iter()
-                .filter(|f| {
-                    fail_on
-                        .iter()
-                        .any(|c| c.eq_ignore_ascii_case(f.code) || c.eq_ignore_ascii_case(f.name))
-                })
-                .map(|f| format!("{} {}: {}", f.code, f.name, f.message))
-                .collect();
+            let (failing, other): (Vec<_>, Vec<_>) = m.findings.iter().partition(|f| forbidden(f));
             CheckedModule {
                 key: m.key.clone(),
                 name: m.name.clone(),
                 file: m.file.clone(),
                 bytes,
                 memory: if m.target.backend == crate::target::Backend::Tpu {
-                    "HBM"
+                    MemoryKind::Hbm
                 } else {
-                    "device memory"
+                    MemoryKind::Device
                 },
                 devices: d,
-                over_by: bytes.checked_sub(budget).filter(|over| *over > 0),
-                failing_findings,
-                top_findings: m
-                    .findings
-                    .iter()
-                    .take(3)
-                    .map(|f| {
-                        format!(
-                            "{} {} (saves {}): {}",
-                            f.code,
-                            f.name,
-                            crate::units::human_bytes(f.bytes),
-                            f.message
-                        )
-                    })
-                    .collect(),
+                over_by: budget
+                    .and_then(|b| bytes.checked_sub(b))
+                    .filter(|over| *over > 0),
+                failing_findings: failing.into_iter().map(FindingRef::of).collect(),
+                other_findings: other.into_iter().take(3).map(FindingRef::of).collect(),
             }
         })
         .collect();
@@ -102,7 +153,8 @@ pub fn check(report: &Report, budget: u64, per_device: bool, fail_on: &[String])
         .all(|m| m.over_by.is_none() && m.failing_findings.is_empty());
     CheckResult {
         budget_bytes: budget,
-        per_device,
+        whole_program,
+        fail_on: fail_on.to_vec(),
         modules,
         errors: report.errors.len(),
         passed,
@@ -111,6 +163,11 @@ pub fn check(report: &Report, budget: u64, per_device: bool, fail_on: &[String])
 
 #[derive(Debug, Serialize)]
 pub struct DiffReport {
+    /// `--fail-over`: the growth of a module's total that fails the diff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fail_over: Option<u64>,
+    /// No module grew by more than `fail_over`.
+    pub passed: bool,
     pub modules: Vec<ModuleDiff>,
     /// Modules only in the old dump.
     pub removed: Vec<String>,
@@ -136,6 +193,9 @@ pub struct ModuleDiff {
     pub grown_peak_buffers: Vec<(String, u64, u64)>,
     pub findings_appeared: Vec<String>,
     pub findings_gone: Vec<String>,
+    /// How far the growth of `total_bytes` passes `--fail-over`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub over_limit_by: Option<u64>,
 }
 
 impl ModuleDiff {
@@ -166,7 +226,8 @@ fn finding_key(f: &crate::findings::Finding) -> String {
     format!("{} {} {subject}", f.code, f.name)
 }
 
-pub fn diff(old: &Report, new: &Report) -> DiffReport {
+/// `fail_over`: a module whose total grows by more fails the diff.
+pub fn diff(old: &Report, new: &Report, fail_over: Option<u64>) -> DiffReport {
     let mut unmatched_new: Vec<&ModuleReport> = new.modules.iter().collect();
     let mut modules = Vec::new();
     let mut removed = Vec::new();
@@ -219,10 +280,19 @@ pub fn diff(old: &Report, new: &Report) -> DiffReport {
                 .filter(|f| !new_findings.contains(f))
                 .cloned()
                 .collect(),
+            over_limit_by: None,
         });
+    }
+    for m in &mut modules {
+        let growth = m.growth();
+        m.over_limit_by = fail_over
+            .and_then(|limit| u64::try_from(growth - i128::from(limit)).ok())
+            .filter(|over| *over > 0);
     }
     modules.sort_by_key(|m| std::cmp::Reverse(m.growth()));
     DiffReport {
+        fail_over,
+        passed: modules.iter().all(|m| m.over_limit_by.is_none()),
         modules,
         removed,
         added: unmatched_new.iter().map(|n| n.key.clone()).collect(),

@@ -88,85 +88,105 @@ fn classify(name: &str) -> Option<(String, Stage)> {
 /// no HLO module in it is returned as itself, for the reader to report.
 pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
     let mut out = Vec::new();
+    // With several inputs, keys name the input they came from: two dumps of
+    // one program have the same module names.
+    let several = paths.len() > 1;
     for path in paths {
-        if !path.is_dir() {
-            let key = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let key = classify(&key).map_or(key, |(k, _)| k);
-            let unoptimized = path.to_string_lossy().ends_with("before_optimizations.txt");
-            // A file named directly is read whatever it is: `<(cat f)` is a pipe.
-            out.push(Input {
-                path: path.clone(),
-                key,
-                unoptimized,
-                unreadable: None,
-            });
-            continue;
-        }
-        let mut files = Vec::new();
-        let mut seen = Vec::new();
-        walk(path, 0, &mut seen, &mut files);
-        // key → (stage, path): the latest stage wins.
-        let mut modules: BTreeMap<String, (Stage, PathBuf)> = BTreeMap::new();
-        let mut not_regular = Vec::new();
-        for (file, kind) in files {
-            // A name that is not UTF-8 is still a module; its key shows U+FFFD.
-            let Some(name) = file.file_name().map(|n| n.to_string_lossy()) else {
-                continue;
-            };
-            let Some((key, stage)) = classify(&name) else {
-                continue;
-            };
-            if let Some(kind) = kind {
-                not_regular.push(Input {
-                    unreadable: Some(format!(
-                        "{} is named like an HLO module but is {kind}, not a regular file: skipped",
-                        file.display()
-                    )),
-                    path: file,
-                    key,
-                    unoptimized: false,
-                });
-                continue;
-            }
-            let key = match file.parent().and_then(|p| p.strip_prefix(path).ok()) {
-                Some(sub) if !sub.as_os_str().is_empty() => format!("{}/{key}", sub.display()),
-                _ => key,
-            };
-            match modules.get(&key) {
-                Some((s, _)) if *s >= stage => {}
-                _ => {
-                    modules.insert(key, (stage, file));
+        let first = out.len();
+        collect_one(path, &mut out);
+        if several {
+            for input in &mut out[first..] {
+                if input.key != path.display().to_string() {
+                    input.key = if path.is_dir() {
+                        format!("{}/{}", path.display(), input.key)
+                    } else {
+                        path.display().to_string()
+                    };
                 }
             }
         }
-        if modules.is_empty() && not_regular.is_empty() {
-            out.push(Input {
-                path: path.clone(),
-                key: path.display().to_string(),
-                unoptimized: false,
-                unreadable: Some(format!(
-                    "{} holds no HLO module: hlomem reads `*after_optimizations.txt` (or \
-                     `*before_optimizations.txt`, `*.after.hlo`) files, which \
-                     XLA_FLAGS=\"--xla_dump_to={} --xla_dump_hlo_as_text\" writes",
-                    path.display(),
-                    path.display()
-                )),
-            });
-        }
-        for (key, (stage, file)) in modules {
-            out.push(Input {
-                path: file,
-                key,
-                unoptimized: stage == Stage::Before,
-                unreadable: None,
-            });
-        }
-        out.extend(not_regular);
     }
     out
+}
+
+/// The inputs of one path given on the command line.
+fn collect_one(path: &Path, out: &mut Vec<Input>) {
+    if !path.is_dir() {
+        let key = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let key = classify(&key).map_or(key, |(k, _)| k);
+        let unoptimized = path.to_string_lossy().ends_with("before_optimizations.txt");
+        // A file named directly is read whatever it is: `<(cat f)` is a pipe.
+        out.push(Input {
+            path: path.to_path_buf(),
+            key,
+            unoptimized,
+            unreadable: None,
+        });
+        return;
+    }
+    let mut files = Vec::new();
+    let mut seen = Vec::new();
+    walk(path, 0, &mut seen, &mut files);
+    // key → (stage, path): the latest stage wins.
+    let mut modules: BTreeMap<String, (Stage, PathBuf)> = BTreeMap::new();
+    let mut not_regular = Vec::new();
+    for (file, kind) in files {
+        // A name that is not UTF-8 is still a module; its key shows U+FFFD.
+        let Some(name) = file.file_name().map(|n| n.to_string_lossy()) else {
+            continue;
+        };
+        let Some((key, stage)) = classify(&name) else {
+            continue;
+        };
+        if let Some(kind) = kind {
+            not_regular.push(Input {
+                unreadable: Some(format!(
+                    "{} is named like an HLO module but is {kind}, not a regular file: skipped",
+                    file.display()
+                )),
+                path: file,
+                key,
+                unoptimized: false,
+            });
+            continue;
+        }
+        let key = match file.parent().and_then(|p| p.strip_prefix(path).ok()) {
+            Some(sub) if !sub.as_os_str().is_empty() => format!("{}/{key}", sub.display()),
+            _ => key,
+        };
+        match modules.get(&key) {
+            Some((s, _)) if *s >= stage => {}
+            _ => {
+                modules.insert(key, (stage, file));
+            }
+        }
+    }
+    if modules.is_empty() && not_regular.is_empty() {
+        out.push(Input {
+            path: path.to_path_buf(),
+            key: path.display().to_string(),
+            unoptimized: false,
+            unreadable: Some(format!(
+                "{} holds no HLO module: hlomem reads `*after_optimizations.txt` (or \
+                 `*before_optimizations.txt`, `*.after.hlo`) files, which \
+                 XLA_FLAGS=\"--xla_dump_to={} --xla_dump_hlo_as_text\" writes",
+                path.display(),
+                path.display()
+            )),
+        });
+    }
+    for (key, (stage, file)) in modules {
+        out.push(Input {
+            path: file,
+            key,
+            unoptimized: stage == Stage::Before,
+            unreadable: None,
+        });
+    }
+    out.extend(not_regular);
 }
 
 /// How deep folders are searched; dumps are one or two levels.

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use hlomem::render::{self, RenderOptions};
+use hlomem::render::{self, AnalyzeFormat, RenderOptions};
 use hlomem::report::Report;
 use hlomem::AnalyzeOptions;
 
@@ -80,6 +80,7 @@ pub fn load(
 
 /// `analyze`'s own options.
 pub struct Extras {
+    pub format: AnalyzeFormat,
     pub top: usize,
     pub verify: bool,
     pub html: Option<PathBuf>,
@@ -118,6 +119,7 @@ fn write_file(
 
 pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Terminal) -> u8 {
     let Extras {
+        format,
         top,
         verify,
         html,
@@ -129,20 +131,19 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
     };
     let failed = !report.errors.is_empty();
     // A lone file that failed prints no report at all: nothing that looks like a result.
-    if !(failed && report.modules.is_empty()) || selection.format == render::Format::Json {
+    if !(failed && report.modules.is_empty()) || format == AnalyzeFormat::Json {
         let options = RenderOptions {
             color: term.stdout_color,
             top,
         };
-        if let Err(code) = write_out(|out| render::render(&report, selection.format, options, out))
-        {
+        if let Err(code) = write_out(|out| render::render(&report, format, options, out)) {
             return code;
         }
     }
     if let Some(path) = &html {
         let options = RenderOptions::default();
         if let Err(code) = write_file(path, |out| {
-            render::render(&report, render::Format::Html, options, out)
+            render::render(&report, AnalyzeFormat::Html, options, out)
         }) {
             return code;
         }

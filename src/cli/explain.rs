@@ -4,7 +4,7 @@ use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 
 use hlomem::oom;
-use hlomem::render::{self, Format, RenderOptions};
+use hlomem::render::{self, ExplainFormat, RenderOptions};
 use hlomem::report::explain::ExplainReport;
 
 use super::{EXIT_INPUT_ERROR, EXIT_OK};
@@ -12,7 +12,7 @@ use super::{EXIT_INPUT_ERROR, EXIT_OK};
 pub fn run(
     input: Option<PathBuf>,
     dump: Option<PathBuf>,
-    format: Format,
+    format: ExplainFormat,
     options: RenderOptions,
     stderr_color: bool,
 ) -> u8 {

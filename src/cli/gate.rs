@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use hlomem::gate;
-use hlomem::render::{self, RenderOptions};
+use hlomem::render::{self, GateFormat, RenderOptions};
 
 use super::analyze::load;
 use super::{write_out, Selection, Terminal, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
@@ -15,14 +15,25 @@ fn size_arg(name: &str, text: &str) -> Result<u64, u8> {
     })
 }
 
+/// `check`'s own options.
+pub struct CheckArgs<'a> {
+    pub budget: Option<&'a str>,
+    pub whole_program: bool,
+    pub fail_on: &'a [String],
+}
+
 pub fn check(
     paths: &[PathBuf],
-    budget: Option<&str>,
-    per_device: bool,
-    fail_on: &[String],
+    args: CheckArgs,
     selection: &Selection,
+    format: GateFormat,
     term: Terminal,
 ) -> u8 {
+    let CheckArgs {
+        budget,
+        whole_program,
+        fail_on,
+    } = args;
     if budget.is_none() && fail_on.is_empty() {
         eprintln!("error: give --budget SIZE, --fail-on CODE, or both");
         return EXIT_INPUT_ERROR;
@@ -36,21 +47,19 @@ pub fn check(
         }
     }
     let budget = match budget.map(|b| size_arg("--budget", b)).transpose() {
-        Ok(b) => b.unwrap_or(u64::MAX),
+        Ok(b) => b,
         Err(code) => return code,
     };
     let report = match load(paths, selection, false, term) {
         Ok(r) => r,
         Err(code) => return code,
     };
-    let result = gate::check(&report, budget, per_device, fail_on);
+    let result = gate::check(&report, budget, whole_program, fail_on);
     let options = RenderOptions {
         color: term.stdout_color,
         top: 3,
     };
-    if let Err(code) =
-        write_out(|out| render::render_check(&result, selection.format, options, out))
-    {
+    if let Err(code) = write_out(|out| render::render_check(&result, format, options, out)) {
         return code;
     }
     if !report.errors.is_empty() {
@@ -67,6 +76,7 @@ pub fn diff(
     new: &Path,
     fail_over: Option<&str>,
     selection: &Selection,
+    format: GateFormat,
     term: Terminal,
 ) -> u8 {
     let limit = match fail_over.map(|s| size_arg("--fail-over", s)).transpose() {
@@ -80,19 +90,18 @@ pub fn diff(
         (Ok(a), Ok(b)) => (a, b),
         (Err(code), _) | (_, Err(code)) => return code,
     };
-    let d = gate::diff(&old_report, &new_report);
+    let d = gate::diff(&old_report, &new_report, limit);
     let options = RenderOptions {
         color: term.stdout_color,
         top: 3,
     };
-    if let Err(code) = write_out(|out| render::render_diff(&d, selection.format, options, out)) {
+    if let Err(code) = write_out(|out| render::render_diff(&d, format, options, out)) {
         return code;
     }
     if !old_report.errors.is_empty() || !new_report.errors.is_empty() {
         return EXIT_INPUT_ERROR;
     }
-    let too_much = limit.is_some_and(|l| d.modules.iter().any(|m| m.growth() > i128::from(l)));
-    if too_much {
+    if !d.passed {
         EXIT_FAILED_CHECK
     } else {
         EXIT_OK

@@ -10,9 +10,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hlomem::render::{Format, RenderOptions};
+use hlomem::render::RenderOptions;
+
+use self::args::{AnalyzeFormatArg, BackendArg, ExplainFormatArg, GateFormatArg, TpuArg};
 
 mod analyze;
+mod args;
 mod explain;
 mod gate;
 
@@ -47,8 +50,6 @@ pub struct Selection {
     /// Only modules whose dump name or module name matches (e.g. `*train_step*`).
     #[arg(long, value_name = "GLOB")]
     module: Option<String>,
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    format: Format,
     /// Apply this backend's memory rules instead of the one the module text shows
     /// (tiled layouts mean TPU; GPU and CPU leave their names in backend configs and
     /// custom calls; a module with no sign of either gets CPU rules).
@@ -58,44 +59,6 @@ pub struct Selection {
     /// (its `*.target_arguments.txt`); v5e's rules are used when neither says.
     #[arg(long, value_enum, value_name = "CHIP")]
     tpu: Option<TpuArg>,
-}
-
-/// `--tpu`: clap's view of [`hlomem::target::TpuVersion`].
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum TpuArg {
-    V4,
-    V5e,
-    V5p,
-    V6e,
-}
-
-impl From<TpuArg> for hlomem::target::TpuVersion {
-    fn from(t: TpuArg) -> Self {
-        match t {
-            TpuArg::V4 => hlomem::target::TpuVersion::V4,
-            TpuArg::V5e => hlomem::target::TpuVersion::V5e,
-            TpuArg::V5p => hlomem::target::TpuVersion::V5p,
-            TpuArg::V6e => hlomem::target::TpuVersion::V6e,
-        }
-    }
-}
-
-/// `--backend`: clap's view of [`hlomem::target::Backend`].
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum BackendArg {
-    Cpu,
-    Gpu,
-    Tpu,
-}
-
-impl From<BackendArg> for hlomem::target::Backend {
-    fn from(b: BackendArg) -> Self {
-        match b {
-            BackendArg::Cpu => hlomem::target::Backend::Cpu,
-            BackendArg::Gpu => hlomem::target::Backend::Gpu,
-            BackendArg::Tpu => hlomem::target::Backend::Tpu,
-        }
-    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -108,6 +71,8 @@ enum Command {
         paths: Vec<PathBuf>,
         #[command(flatten)]
         selection: Selection,
+        #[arg(long, value_enum, default_value_t = AnalyzeFormatArg::Text)]
+        format: AnalyzeFormatArg,
         /// With several modules: how many of the largest to show in detail.
         #[arg(long, default_value_t = 3, value_name = "N")]
         top: usize,
@@ -130,18 +95,24 @@ enum Command {
         /// Dump folders or HLO text files.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// The memory available: `16GiB`, `80GB`, `1.5TiB` or bytes.
+        /// One device's memory: `16GiB` (or `16G`: powers of 1024), `80GB` (powers
+        /// of 1000), `1.5TiB` or bytes. SPMD modules are compared per device.
         #[arg(long, value_name = "SIZE")]
         budget: Option<String>,
-        /// The budget is one device's memory (SPMD modules are per device);
-        /// without it, the whole program's over all its devices.
+        /// The budget is the whole program's memory over all its devices: SPMD
+        /// modules count their per-device memory times their devices.
         #[arg(long)]
+        whole_program: bool,
+        /// Budgets are per device already; kept so that older scripts still run.
+        #[arg(long, hide = true, conflicts_with = "whole_program")]
         per_device: bool,
-        /// Finding codes or names that fail the check (e.g. `HM003 not-donated`).
+        /// Finding codes or names that fail the check (e.g. `HM003` or `donation-copied`).
         #[arg(long, value_name = "CODE", num_args = 1..)]
         fail_on: Vec<String>,
         #[command(flatten)]
         selection: Selection,
+        #[arg(long, value_enum, default_value_t = GateFormatArg::Text)]
+        format: GateFormatArg,
     },
     /// What changed between two dumps of the same program: totals, buffers at the
     /// peak, findings.
@@ -150,11 +121,13 @@ enum Command {
         old: PathBuf,
         /// The dump after the change.
         new: PathBuf,
-        /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, bytes).
+        /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, `100M`, bytes).
         #[arg(long, value_name = "SIZE")]
         fail_over: Option<String>,
         #[command(flatten)]
         selection: Selection,
+        #[arg(long, value_enum, default_value_t = GateFormatArg::Text)]
+        format: GateFormatArg,
     },
     /// Explain an out-of-memory message in plain words, with what to try.
     Explain {
@@ -164,8 +137,8 @@ enum Command {
         /// to instructions, arguments and source lines.
         #[arg(long, value_name = "DIR")]
         dump: Option<PathBuf>,
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = ExplainFormatArg::Text)]
+        format: ExplainFormatArg,
     },
     /// Print the long explanation of a finding code (HM001...), or list them all.
     ExplainCode {
@@ -209,6 +182,7 @@ pub fn run() -> ExitCode {
         Command::Analyze {
             paths,
             selection,
+            format,
             top,
             verify,
             html,
@@ -217,6 +191,7 @@ pub fn run() -> ExitCode {
             &paths,
             &selection,
             analyze::Extras {
+                format: format.into(),
                 top,
                 verify,
                 html,
@@ -227,15 +202,20 @@ pub fn run() -> ExitCode {
         Command::Check {
             paths,
             budget,
-            per_device,
+            whole_program,
+            per_device: _,
             fail_on,
             selection,
+            format,
         } => gate::check(
             &paths,
-            budget.as_deref(),
-            per_device,
-            &fail_on,
+            gate::CheckArgs {
+                budget: budget.as_deref(),
+                whole_program,
+                fail_on: &fail_on,
+            },
             &selection,
+            format.into(),
             term,
         ),
         Command::Diff {
@@ -243,7 +223,15 @@ pub fn run() -> ExitCode {
             new,
             fail_over,
             selection,
-        } => gate::diff(&old, &new, fail_over.as_deref(), &selection, term),
+            format,
+        } => gate::diff(
+            &old,
+            &new,
+            fail_over.as_deref(),
+            &selection,
+            format.into(),
+            term,
+        ),
         Command::Explain {
             input,
             dump,
@@ -251,7 +239,7 @@ pub fn run() -> ExitCode {
         } => explain::run(
             input,
             dump,
-            format,
+            format.into(),
             RenderOptions {
                 color: term.stdout_color,
                 top: 1,

@@ -2,124 +2,140 @@
 
 use std::io::{self, Write};
 
-use super::{Format, RenderOptions};
-use crate::gate::{CheckResult, DiffReport};
+use super::{GateFormat, RenderOptions};
+use crate::gate::{CheckResult, CheckedModule, DiffReport, FindingRef};
 use crate::units::{human_bytes, human_bytes_signed};
 
 pub fn render_check(
     r: &CheckResult,
-    format: Format,
+    format: GateFormat,
     _options: RenderOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let scope = if r.per_device {
-        "per device"
-    } else {
+    let scope = if r.whole_program {
         "for the whole program (per-device numbers times devices)"
+    } else {
+        "per device"
     };
-    let over: Vec<_> = r
+    let budget = |b: u64| format!("the budget of {} {scope}", human_bytes(b));
+    // "needs 17.20GiB of HBM per device, 1.20GiB over the budget of 16.00GiB per device"
+    let over_budget = |m: &CheckedModule, over: u64| {
+        format!(
+            "needs {} of {}{}, {} over {}",
+            human_bytes(m.bytes),
+            m.memory.name(),
+            if r.whole_program && m.devices > 1 {
+                format!(" on {} devices", m.devices)
+            } else if m.devices > 1 {
+                " per device".to_string()
+            } else {
+                String::new()
+            },
+            human_bytes(over),
+            budget(r.budget_bytes.unwrap_or(0))
+        )
+    };
+    let forbidden = |f: &FindingRef| format!("{} {} (--fail-on): {}", f.code, f.name, f.message);
+    let failing: Vec<&CheckedModule> = r
         .modules
         .iter()
         .filter(|m| m.over_by.is_some() || !m.failing_findings.is_empty())
         .collect();
     match format {
-        Format::Json => return super::json::render(r, out),
-        Format::Github => {
-            for m in &over {
-                let why = match m.over_by {
-                    Some(o) => format!(
-                        "needs {} of {} {scope}, {} over the budget of {}",
-                        human_bytes(m.bytes),
-                        m.memory,
-                        human_bytes(o),
-                        human_bytes(r.budget_bytes)
-                    ),
-                    None => format!(
-                        "has findings that must not appear: {}",
-                        m.failing_findings.join("; ")
-                    ),
-                };
-                writeln!(
-                    out,
-                    "::error file={},title=hlomem check {}::{why}",
-                    m.file, m.key
-                )?;
+        GateFormat::Json => return super::json::render(r, out),
+        GateFormat::Github => {
+            for m in &r.modules {
+                if let Some(over) = m.over_by {
+                    writeln!(
+                        out,
+                        "::error file={},title=hlomem check {}::{}",
+                        m.file,
+                        m.key,
+                        over_budget(m, over)
+                    )?;
+                }
+                for f in &m.failing_findings {
+                    writeln!(
+                        out,
+                        "::error file={},title=hlomem check {}::{}",
+                        m.file,
+                        m.key,
+                        forbidden(f)
+                    )?;
+                }
+                // Findings the gate does not fail on are still worth a look.
+                for f in &m.other_findings {
+                    writeln!(
+                        out,
+                        "::warning file={},title={} {} in {}::{}",
+                        m.file, f.code, f.name, m.key, f.message
+                    )?;
+                }
             }
-            if over.is_empty() {
+            if failing.is_empty() {
                 writeln!(
                     out,
-                    "::notice title=hlomem check::{} within {} {scope}",
-                    modules(r.modules.len()),
-                    human_bytes(r.budget_bytes)
+                    "::notice title=hlomem check::{}",
+                    passed_summary(r, &budget)
                 )?;
             }
             return Ok(());
         }
-        Format::Text | Format::Markdown | Format::Html => {}
+        GateFormat::Text | GateFormat::Markdown => {}
     }
-    let md = format == Format::Markdown;
+    let md = format == GateFormat::Markdown;
     if r.passed {
-        let largest = r
-            .modules
-            .first()
-            .map(|m| {
-                format!(
-                    "; largest {} needs {} of {}",
-                    m.key,
-                    human_bytes(m.bytes),
-                    m.memory
-                )
-            })
-            .unwrap_or_default();
         writeln!(
             out,
-            "{}ok: {} within the budget of {} {scope}{largest}",
+            "{}ok: {}",
             if md { "✅ " } else { "" },
-            modules(r.modules.len()),
-            human_bytes(r.budget_bytes)
+            passed_summary(r, &budget)
         )?;
     } else {
+        let over = r.over_budget().count();
+        let forbidden_count = r.with_forbidden_findings().count();
+        let mut causes = Vec::new();
+        if over > 0 {
+            causes.push(format!(
+                "{} over {}",
+                modules(over),
+                budget(r.budget_bytes.unwrap_or(0))
+            ));
+        }
+        if forbidden_count > 0 {
+            causes.push(format!(
+                "{} with a finding --fail-on names ({})",
+                modules(forbidden_count),
+                r.fail_on.join(", ")
+            ));
+        }
         writeln!(
             out,
-            "{}FAILED: {} of {} modules exceed the budget of {} {scope} or have forbidden findings",
+            "{}FAILED: {} ({} checked)",
             if md { "❌ " } else { "" },
-            over.len(),
-            r.modules.len(),
-            human_bytes(r.budget_bytes)
+            causes.join(", and "),
+            modules(r.modules.len())
         )?;
-        for m in &over {
+        for m in &failing {
             writeln!(out)?;
-            let devices = if m.devices > 1 {
-                format!(" ({} devices)", m.devices)
-            } else {
-                String::new()
+            let line = match m.over_by {
+                Some(over) => over_budget(m, over),
+                None => format!("needs {} of {}", human_bytes(m.bytes), m.memory.name()),
             };
-            match m.over_by {
-                Some(o) => writeln!(
-                    out,
-                    "{}{}: needs {} of {}{devices}, {} over",
-                    if md { "- " } else { "  " },
-                    m.key,
-                    human_bytes(m.bytes),
-                    m.memory,
-                    human_bytes(o)
-                )?,
-                None => writeln!(
-                    out,
-                    "{}{}: within the budget",
-                    if md { "- " } else { "  " },
-                    m.key
-                )?,
-            }
+            writeln!(out, "{}{}: {line}", if md { "- " } else { "  " }, m.key)?;
             for f in &m.failing_findings {
+                writeln!(out, "{}{}", if md { "  - " } else { "    " }, forbidden(f))?;
+            }
+            for f in &m.other_findings {
                 writeln!(
                     out,
-                    "{}forbidden finding: {f}",
-                    if md { "  - " } else { "    " }
+                    "{}{} {} (saves {}): {}",
+                    if md { "  - " } else { "    " },
+                    f.code,
+                    f.name,
+                    human_bytes(f.bytes),
+                    f.message
                 )?;
-            }
-            for f in &m.top_findings {
-                writeln!(out, "{}{f}", if md { "  - " } else { "    " })?;
             }
         }
     }
@@ -133,35 +149,78 @@ pub fn render_check(
     Ok(())
 }
 
+/// "3 modules within the budget of 16.00GiB per device; largest m needs 9.1GiB of HBM".
+fn passed_summary(r: &CheckResult, budget: &dyn Fn(u64) -> String) -> String {
+    let mut parts = Vec::new();
+    if let Some(b) = r.budget_bytes {
+        parts.push(format!("{} within {}", modules(r.modules.len()), budget(b)));
+    }
+    if !r.fail_on.is_empty() {
+        parts.push(format!(
+            "no {} finding in {}",
+            r.fail_on.join(", "),
+            modules(r.modules.len())
+        ));
+    }
+    if let Some(m) = r.modules.first() {
+        parts.push(format!(
+            "largest {} needs {} of {}",
+            m.key,
+            human_bytes(m.bytes),
+            m.memory.name()
+        ));
+    }
+    parts.join("; ")
+}
+
 pub fn render_diff(
     d: &DiffReport,
-    format: Format,
+    format: GateFormat,
     _options: RenderOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    if format == Format::Json {
-        return super::json::render(d, out);
-    }
-    if format == Format::Github {
-        for m in &d.modules {
-            let growth = m.growth();
-            let level = if growth > 0 { "warning" } else { "notice" };
+    let md = match format {
+        GateFormat::Json => return super::json::render(d, out),
+        GateFormat::Github => return render_diff_github(d, out),
+        GateFormat::Markdown => true,
+        GateFormat::Text => false,
+    };
+    let item = if md { "- " } else { "  " };
+    if let Some(limit) = d.fail_over {
+        let over: Vec<&crate::gate::ModuleDiff> = d
+            .modules
+            .iter()
+            .filter(|m| m.over_limit_by.is_some())
+            .collect();
+        if over.is_empty() {
             writeln!(
                 out,
-                "::{level} file={},title=hlomem diff {}::total {} → {} ({}); findings appeared: {}; gone: {}",
-                m.new_file,
-                m.name,
-                human_bytes(m.total_bytes.0),
-                human_bytes(m.total_bytes.1),
-                human_bytes_signed(growth),
-                if m.findings_appeared.is_empty() { "none".into() } else { m.findings_appeared.join(", ") },
-                if m.findings_gone.is_empty() { "none".into() } else { m.findings_gone.join(", ") }
+                "{}ok: no module grew by more than --fail-over {}",
+                if md { "✅ " } else { "" },
+                human_bytes(limit)
             )?;
+        } else {
+            writeln!(
+                out,
+                "{}FAILED: {} grew by more than --fail-over {}",
+                if md { "❌ " } else { "" },
+                modules(over.len()),
+                human_bytes(limit)
+            )?;
+            for m in over {
+                writeln!(
+                    out,
+                    "{item}{}: total {} → {} ({}), {} over the limit",
+                    m.name,
+                    human_bytes(m.total_bytes.0),
+                    human_bytes(m.total_bytes.1),
+                    human_bytes_signed(m.growth()),
+                    human_bytes(m.over_limit_by.unwrap_or(0))
+                )?;
+            }
         }
-        return Ok(());
+        writeln!(out)?;
     }
-    let md = matches!(format, Format::Markdown | Format::Html);
-    let item = if md { "- " } else { "  " };
     for (i, m) in d.modules.iter().enumerate() {
         if i > 0 {
             writeln!(out)?;
@@ -235,6 +294,40 @@ pub fn render_diff(
     }
     for k in &d.added {
         writeln!(out, "{item}only in the new dump: {k}")?;
+    }
+    Ok(())
+}
+
+/// `diff --format github`: `::error` where a module grew past `--fail-over`.
+fn render_diff_github(d: &DiffReport, out: &mut dyn Write) -> io::Result<()> {
+    for m in &d.modules {
+        let growth = m.growth();
+        if let (Some(over), Some(limit)) = (m.over_limit_by, d.fail_over) {
+            writeln!(
+                out,
+                "::error file={},title=hlomem diff {}::total grew by {} ({} → {}), {} more than --fail-over {}",
+                m.new_file,
+                m.name,
+                human_bytes_signed(growth),
+                human_bytes(m.total_bytes.0),
+                human_bytes(m.total_bytes.1),
+                human_bytes(over),
+                human_bytes(limit)
+            )?;
+            continue;
+        }
+        let level = if growth > 0 { "warning" } else { "notice" };
+        writeln!(
+            out,
+            "::{level} file={},title=hlomem diff {}::total {} → {} ({}); findings appeared: {}; gone: {}",
+            m.new_file,
+            m.name,
+            human_bytes(m.total_bytes.0),
+            human_bytes(m.total_bytes.1),
+            human_bytes_signed(growth),
+            if m.findings_appeared.is_empty() { "none".into() } else { m.findings_appeared.join(", ") },
+            if m.findings_gone.is_empty() { "none".into() } else { m.findings_gone.join(", ") }
+        )?;
     }
     Ok(())
 }

@@ -35,11 +35,27 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
         }
         writeln!(out)?;
     }
-    for (i, m) in modules.iter().take(options.top.max(1)).enumerate() {
+    let top = options.top.max(1);
+    for (i, m) in modules.iter().take(top).enumerate() {
         if i > 0 {
             writeln!(out)?;
         }
         render_module(m, out)?;
+    }
+    // --verify covers every module, whatever --top shows in detail.
+    for m in modules.iter().skip(top) {
+        if let Some(v) = m.verification.as_ref().filter(|v| !v.agrees()) {
+            writeln!(
+                out,
+                "\n**`{}`: {} of {} numbers disagree with XLA's own reports:**",
+                m.key,
+                v.disagreements.len(),
+                v.checked
+            )?;
+            for d in &v.disagreements {
+                writeln!(out, "- {}: hlomem {}, XLA {}", d.what, d.hlomem, d.xla)?;
+            }
+        }
     }
     for e in &report.errors {
         let at = match (e.line, e.column) {

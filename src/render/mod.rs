@@ -23,19 +23,39 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Output formats of `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
+/// `analyze --format`. Each command has its own set: a format a command does
+/// not support is refused by the argument parser, and a new one does not
+/// compile until every renderer of that command handles it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnalyzeFormat {
     /// For people, on a terminal.
     Text,
     /// For programs: exact byte counts.
     Json,
     /// For pull-request and issue comments.
     Markdown,
-    /// GitHub Actions annotations (`::error`, `::warning`, `::notice` lines).
+    /// GitHub Actions annotations (`::notice`, `::warning`, `::error` lines).
     Github,
     /// One self-contained page with a chart of memory over the schedule.
     Html,
+}
+
+/// `check --format` and `diff --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GateFormat {
+    Text,
+    Json,
+    Markdown,
+    /// `::error` for what fails the gate, `::warning` for findings below it.
+    Github,
+}
+
+/// `explain --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExplainFormat {
+    Text,
+    Json,
+    Markdown,
 }
 
 /// The chart of the largest module as a standalone SVG (`--svg FILE`).
@@ -66,29 +86,29 @@ impl Default for RenderOptions {
 /// `hlomem analyze`.
 pub fn render(
     report: &Report,
-    format: Format,
+    format: AnalyzeFormat,
     options: RenderOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
-        Format::Text => text::render(report, options, out),
-        Format::Json => json::render(report, out),
-        Format::Markdown => markdown::render(report, options, out),
-        Format::Github => github::render(report, out),
-        Format::Html => html::render(report, out),
+        AnalyzeFormat::Text => text::render(report, options, out),
+        AnalyzeFormat::Json => json::render(report, out),
+        AnalyzeFormat::Markdown => markdown::render(report, options, out),
+        AnalyzeFormat::Github => github::render(report, out),
+        AnalyzeFormat::Html => html::render(report, out),
     }
 }
 
 /// `hlomem explain`.
 pub fn render_explain(
     report: &ExplainReport,
-    format: Format,
+    format: ExplainFormat,
     options: RenderOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     match format {
-        Format::Text => explain::render_text(report, options, out),
-        Format::Json => json::render(report, out),
-        Format::Markdown | Format::Github | Format::Html => explain::render_markdown(report, out),
+        ExplainFormat::Text => explain::render_text(report, options, out),
+        ExplainFormat::Json => json::render(report, out),
+        ExplainFormat::Markdown => explain::render_markdown(report, out),
     }
 }

@@ -70,6 +70,62 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
             "({hidden} more modules; --top N shows more, --module GLOB picks some)"
         )?;
     }
+    // --verify covers every module, whatever --top shows in detail.
+    let verified: Vec<&&ModuleReport> = modules
+        .iter()
+        .filter(|m| m.verification.is_some())
+        .collect();
+    if !verified.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{} of all {} modules",
+            bold("verify", options),
+            verified.len()
+        )?;
+        for m in verified {
+            // Modules shown in detail above listed their disagreements there.
+            let shown_above = modules
+                .iter()
+                .take(options.top)
+                .any(|t| std::ptr::eq(*t, *m));
+            if let Some(v) = &m.verification {
+                write_verification(&m.key, v, !shown_above, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One module's `--verify` result on one line, and with `details` its
+/// disagreements and notes below it.
+fn write_verification(
+    key: &str,
+    v: &crate::analysis::verify::Verification,
+    details: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    if v.checked == 0 {
+        writeln!(
+            out,
+            "    {key}: nothing to compare ({})",
+            v.notes.join("; ")
+        )?;
+    } else if v.agrees() {
+        writeln!(out, "    {key}: all {} numbers agree with XLA's", v.checked)?;
+    } else {
+        writeln!(
+            out,
+            "    {key}: {} of {} numbers disagree with XLA's",
+            v.disagreements.len(),
+            v.checked
+        )?;
+    }
+    if details {
+        for d in &v.disagreements {
+            writeln!(out, "      {}: hlomem {}, XLA {}", d.what, d.hlomem, d.xla)?;
+        }
+    }
     Ok(())
 }
 

@@ -262,6 +262,9 @@ fn a_module_too_large_for_the_memory_limit_is_refused_early() {
         .unwrap();
     let err = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{err}");
-    assert!(err.contains("ulimit -v") && err.contains("needs up to"), "{err}");
+    assert!(
+        err.contains("ulimit -v") && err.contains("needs up to"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -70,6 +70,22 @@ fn usage_errors_exit_2() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    // Each command has its own formats; one it does not render is refused.
+    for (command, format) in [
+        (&["explain", "-"][..], "html"),
+        (&["explain", "-"][..], "github"),
+        (&["check", SAMPLE, "--budget", "1G"][..], "html"),
+        (&["diff", SAMPLE, SAMPLE][..], "html"),
+    ] {
+        let out = hlomem()
+            .args(command)
+            .args(["--format", format])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{command:?} --format {format}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("invalid value"), "{err}");
+    }
 }
 
 #[test]

@@ -457,7 +457,7 @@ fn corpus_diff_of_the_motivating_pair() {
         &[root.join("corpus/cases/f1_add_f64_42994_donate0/dump")],
         Default::default(),
     );
-    let d = hlomem::gate::diff(&old, &new);
+    let d = hlomem::gate::diff(&old, &new, None);
     assert_eq!(d.modules[0].growth(), -14_787_872_288, "the 13.77GiB drop");
     assert_eq!(d.modules[0].findings_gone, ["HM001 not-donated a"]);
 }
@@ -474,7 +474,7 @@ fn corpus_big_module_html_is_small() {
     let mut html = Vec::new();
     hlomem::render::render(
         &report,
-        hlomem::render::Format::Html,
+        hlomem::render::AnalyzeFormat::Html,
         Default::default(),
         &mut html,
     )

@@ -67,18 +67,33 @@ fn check_budget_exit_codes() {
     let largest = largest_sample_total();
     let under = (largest - 1).to_string();
     let exact = largest.to_string();
-    let (code, out, _) = hlomem(&["check", "samples", "--per-device", "--budget", &under]);
+    // Budgets are per device by default: SPMD modules compare one device's memory.
+    let (code, out, _) = hlomem(&["check", "samples", "--budget", &under]);
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("1B over"), "{out}");
-    let (code, out, _) = hlomem(&["check", "samples", "--per-device", "--budget", &exact]);
+    assert!(out.contains("1B over the budget of"), "{out}");
+    assert!(
+        out.starts_with("FAILED: 1 module over the budget of"),
+        "{out}"
+    );
+    let (code, out, _) = hlomem(&["check", "samples", "--budget", &exact]);
     assert_eq!(code, Some(0), "{out}");
     let ok = format!("ok: {} modules within the budget", sample_cases());
     assert!(out.starts_with(&ok), "{out}");
-    // Without --per-device the sharded step counts for its 8 devices.
-    let (code, out, _) = hlomem(&["check", "samples", "--budget", &exact]);
+    // The old flag still runs and means the same.
+    let (code, _, _) = hlomem(&["check", "samples", "--per-device", "--budget", &exact]);
+    assert_eq!(code, Some(0));
+    // With --whole-program the sharded step counts for its 8 devices.
+    let (code, out, _) = hlomem(&["check", "samples", "--whole-program", "--budget", &exact]);
     assert_eq!(code, Some(1));
     assert!(
-        out.contains("module_0000.jit_sgd_step") && out.contains("(8 devices)"),
+        out.contains("module_0000.jit_sgd_step") && out.contains("on 8 devices"),
+        "{out}"
+    );
+    // GitHub annotations: a failing budget is an error, not a warning.
+    let (_, out, _) = hlomem(&["check", "samples", "--budget", &under, "--format", "github"]);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("::error ") && l.contains("1B over")),
         "{out}"
     );
 }
@@ -87,17 +102,24 @@ fn check_budget_exit_codes() {
 fn check_fail_on_a_finding() {
     let (code, out, _) = hlomem(&["check", "samples/add_nodonate/dump", "--fail-on", "HM001"]);
     assert_eq!(code, Some(1));
+    assert!(out.contains("HM001 not-donated (--fail-on)"), "{out}");
     assert!(
-        out.contains("forbidden finding: HM001 not-donated"),
+        out.contains("with a finding --fail-on names (HM001)"),
         "{out}"
     );
-    let (code, _, _) = hlomem(&[
+    // No budget given: nothing about a budget is said.
+    assert!(!out.contains("budget"), "{out}");
+    let (code, out, _) = hlomem(&[
         "check",
         "samples/add_donate0/dump",
         "--fail-on",
         "not-donated",
     ]);
     assert_eq!(code, Some(0));
+    assert!(
+        out.contains("no not-donated finding in 1 module") && !out.contains("budget"),
+        "{out}"
+    );
     let (code, _, err) = hlomem(&["check", "samples", "--fail-on", "HM999"]);
     assert_eq!(code, Some(2), "{err}");
     let (code, _, err) = hlomem(&["check", "samples", "--budget", "lots"]);
@@ -122,7 +144,7 @@ fn diff_reports_the_donation_saving() {
         serde_json::json!([24_000_000, 16_000_000])
     );
     assert_eq!(m["findings_gone"][0], "HM001 not-donated a");
-    let (code, _, _) = hlomem(&[
+    let (code, out, _) = hlomem(&[
         "diff",
         "samples/add_donate0/dump",
         "samples/add_nodonate/dump",
@@ -130,6 +152,11 @@ fn diff_reports_the_donation_saving() {
         "7MiB",
     ]);
     assert_eq!(code, Some(1), "grew by 8000000 bytes > 7MiB");
+    assert!(
+        out.starts_with("FAILED: 1 module grew by more than --fail-over 7.00MiB")
+            && out.contains("+7.63MiB"),
+        "{out}"
+    );
     let (code, _, _) = hlomem(&[
         "diff",
         "samples/add_donate0/dump",
@@ -190,4 +217,41 @@ fn a_corrupt_module_among_good_ones() {
         .unwrap()
         .ends_with("module_0001.jit_bad.cpu_after_optimizations.txt"));
     assert!(err.contains("module_0001.jit_bad"), "{err}");
+}
+
+/// Modules from several folders are told apart by their folder; `--verify`
+/// results are listed for every module, not only those `--top` details.
+#[test]
+fn several_folders_and_verify_past_top() {
+    let (code, out, err) = hlomem(&[
+        "analyze",
+        "samples/add_donate0/dump",
+        "samples/add_nodonate/dump",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let keys: Vec<&str> = json["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        keys.contains(&"samples/add_donate0/dump/module_0000.jit_fn"),
+        "{keys:?}"
+    );
+    assert!(
+        keys.contains(&"samples/add_nodonate/dump/module_0000.jit_fn"),
+        "{keys:?}"
+    );
+
+    let (code, out, err) = hlomem(&["analyze", "samples", "--verify", "--top", "0"]);
+    assert_eq!(code, Some(0), "{err}");
+    let listed = out
+        .lines()
+        .filter(|l| l.contains("numbers agree with XLA's"))
+        .count();
+    assert_eq!(listed, sample_cases(), "{out}");
 }

@@ -161,7 +161,10 @@ fn absurd_sizes_are_refused_and_never_panic() {
         modules: vec![report],
         errors: vec![],
     };
-    for format in [hlomem::render::Format::Text, hlomem::render::Format::Html] {
+    for format in [
+        hlomem::render::AnalyzeFormat::Text,
+        hlomem::render::AnalyzeFormat::Html,
+    ] {
         hlomem::render::render(&report, format, Default::default(), &mut std::io::sink()).unwrap();
     }
     let msg = hlomem::oom::read(

@@ -1,7 +1,7 @@
 //! The bundled samples (CPU, GPU and TPU): their reports (snapshots), and
 //! their memory figures checked against XLA's own in each `truth.json`.
 
-use hlomem::render::{self, Format, RenderOptions};
+use hlomem::render::{self, AnalyzeFormat as Format, RenderOptions};
 
 use crate::support::{
     sample_backend, sample_module_truth, sample_modules, sample_truth, snapshot_settings,

@@ -1,0 +1,76 @@
+//! clap's view of the library's enums: the library does not depend on clap,
+//! so each value the command line accepts is mirrored here, with a `From`
+//! into the library's type (a variant added on one side only does not compile).
+
+use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat};
+use hlomem::target::{Backend, TpuVersion};
+
+macro_rules! mirror {
+    ($(#[$meta:meta])* $arg:ident => $lib:ident { $($(#[$vmeta:meta])* $variant:ident),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+        pub enum $arg {
+            $($(#[$vmeta])* $variant,)*
+        }
+
+        impl From<$arg> for $lib {
+            fn from(value: $arg) -> $lib {
+                match value {
+                    $($arg::$variant => $lib::$variant,)*
+                }
+            }
+        }
+    };
+}
+
+mirror! {
+    /// `analyze --format`.
+    AnalyzeFormatArg => AnalyzeFormat {
+        /// For people, on a terminal.
+        Text,
+        /// For programs: exact byte counts.
+        Json,
+        /// For pull-request and issue comments.
+        Markdown,
+        /// GitHub Actions annotations.
+        Github,
+        /// One self-contained page with a chart of memory over the schedule.
+        Html,
+    }
+}
+
+mirror! {
+    /// `check --format` and `diff --format`.
+    GateFormatArg => GateFormat {
+        /// For people, on a terminal.
+        Text,
+        /// For programs: exact byte counts.
+        Json,
+        /// For pull-request comments.
+        Markdown,
+        /// GitHub Actions annotations: `::error` for what fails the gate.
+        Github,
+    }
+}
+
+mirror! {
+    /// `explain --format`.
+    ExplainFormatArg => ExplainFormat {
+        /// For people, on a terminal.
+        Text,
+        /// For programs: exact byte counts.
+        Json,
+        /// For issue comments.
+        Markdown,
+    }
+}
+
+mirror! {
+    /// `--backend`.
+    BackendArg => Backend { Cpu, Gpu, Tpu }
+}
+
+mirror! {
+    /// `--tpu`.
+    TpuArg => TpuVersion { V4, V5e, V5p, V6e }
+}
