@@ -66,7 +66,7 @@ fn stages(c: &mut Criterion) {
         let ranges = liveness::live_ranges(&module, aliases, &dataflow, &schedule, &target);
         let model = analysis::analyze(&module, &target);
         let report = hlomem::Report {
-            modules: vec![hlomem::report::ModuleReport::build(&module, &model)],
+            modules: vec![hlomem::pipeline::report_module(&module, &model)],
             errors: Vec::new(),
         };
 
@@ -98,7 +98,7 @@ fn stages(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter("report+json"), |b| {
             b.iter(|| {
                 let report = hlomem::Report {
-                    modules: vec![hlomem::report::ModuleReport::build(&module, &model)],
+                    modules: vec![hlomem::pipeline::report_module(&module, &model)],
                     errors: Vec::new(),
                 };
                 let mut out = Vec::with_capacity(1 << 20);

@@ -1,7 +1,7 @@
 //! XLA's own memory reports, read so that `analyze --verify` can say where
 //! hlomem and XLA disagree. Nothing hlomem reports is copied from them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pest::Parser;
 
@@ -66,32 +66,27 @@ impl XlaAllocation {
     }
 }
 
-/// The report files XLA writes beside `hlo` (same name, `-<kind>.txt`).
-fn sibling(hlo: &Path, kind: &str) -> Option<PathBuf> {
-    let name = hlo.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".txt")?;
-    let path = hlo.with_file_name(format!("{stem}-{kind}.txt"));
-    path.is_file().then_some(path)
-}
-
 impl XlaReports {
-    /// Reads the reports beside an after-optimizations HLO file; `None` if there are none.
-    pub fn load(hlo: &Path) -> Result<Option<XlaReports>, Error> {
+    /// Reads the report files XLA writes beside an HLO file, already read by
+    /// the pipeline: (`buffer-assignment`, `buffer-assignment-values`,
+    /// `live-range`); `None` if there are none.
+    pub fn from_files(
+        buffer_assignment: Option<SourceFile>,
+        values: Option<SourceFile>,
+        live_range: Option<SourceFile>,
+    ) -> Result<Option<XlaReports>, Error> {
         let mut reports = XlaReports::default();
-        if let Some(path) = sibling(hlo, "buffer-assignment") {
-            let file = SourceFile::read(&path)?;
+        if let Some(file) = buffer_assignment {
             reports.read_buffer_assignment(&file)?;
-            reports.files.push(path);
+            reports.files.push(file.path);
         }
-        if let Some(path) = sibling(hlo, "buffer-assignment-values") {
-            let file = SourceFile::read(&path)?;
+        if let Some(file) = values {
             reports.read_values(&file)?;
-            reports.files.push(path);
+            reports.files.push(file.path);
         }
-        if let Some(path) = sibling(hlo, "live-range") {
-            let file = SourceFile::read(&path)?;
+        if let Some(file) = live_range {
             reports.live_ranges = Some(read_live_ranges(&file)?);
-            reports.files.push(path);
+            reports.files.push(file.path);
         }
         Ok((!reports.files.is_empty()).then_some(reports))
     }

@@ -20,7 +20,7 @@ pub fn load(
     verify: bool,
     term: Terminal,
 ) -> Result<Report, u8> {
-    let mut inputs = hlomem::inputs::collect(paths);
+    let mut inputs = hlomem::pipeline::inputs::collect(paths);
     if let Some(pattern) = &selection.module {
         let glob = match globset::Glob::new(pattern) {
             Ok(g) => g.compile_matcher(),

@@ -43,7 +43,7 @@ pub fn run(
         return EXIT_INPUT_ERROR;
     };
     let links = match dump {
-        Some(dir) => match oom::dump::link(&message, &dir) {
+        Some(dir) => match hlomem::pipeline::link_dump(&message, &dir) {
             Ok(links) => Some(links),
             Err(e) => {
                 let _ = writeln!(stderr, "{}", e.render(stderr_color));

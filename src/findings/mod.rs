@@ -158,6 +158,14 @@ impl Finding {
     }
 }
 
+/// The findings a report shows: those about at least [`MIN_REPORTED_BYTES`].
+pub fn reported(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+    run(module, model)
+        .into_iter()
+        .filter(|f| f.bytes >= MIN_REPORTED_BYTES)
+        .collect()
+}
+
 /// Every finding for a module, most bytes at stake first.
 pub fn run(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let mut findings = Vec::new();

@@ -236,16 +236,6 @@ impl Module {
             .source_location(&self.text, &self.stack_frames)
     }
 
-    /// The source line of the instruction in the dump itself: 1-based line number.
-    pub fn line_of(&self, instr: InstrId) -> usize {
-        let offset = (self.instr(instr).span.start as usize).min(self.text.len());
-        self.text.as_bytes()[..offset]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
-    }
-
     /// Entry parameters in parameter-number order.
     pub fn entry_parameters(&self) -> impl Iterator<Item = InstrId> + '_ {
         self.entry().parameters.iter().copied()

@@ -2,17 +2,12 @@
 //! and links the message's buffers to its instructions, so the explanation can
 //! name arguments, source lines and what could have been donated.
 
-use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-
-use rayon::prelude::*;
-
 use serde::Serialize;
+use std::collections::HashSet;
 
 use super::model::{Amount, OomMessage, PeakBuffer};
 use crate::analysis::MemoryModel;
 use crate::hlo::{InstrId, Module, Opcode, Shape};
-use crate::Error;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DumpLinks {
@@ -53,7 +48,7 @@ fn plain(shape: &Shape) -> String {
 }
 
 /// How far a module's numbers are from the message's (relative, summed).
-fn distance(msg: &OomMessage, model: &MemoryModel) -> f64 {
+fn number_distance(msg: &OomMessage, model: &MemoryModel) -> f64 {
     let t = &model.totals;
     let pairs = [
         (msg.stats.parameter, t.argument_bytes),
@@ -72,41 +67,31 @@ fn distance(msg: &OomMessage, model: &MemoryModel) -> f64 {
     d
 }
 
-/// Links the message to the best-matching module in `dir`.
-pub fn link(msg: &OomMessage, dir: &Path) -> Result<DumpLinks, Error> {
-    let inputs: Vec<PathBuf> = crate::collect_inputs(&[dir.to_path_buf()]);
-    // Modules are scored on all cores; each worker keeps only its best so far,
-    // and ties go to the first module in folder order, as a sequential scan would.
-    let best = inputs
-        .par_iter()
-        .map(|path| -> Result<(f64, Module, MemoryModel), Error> {
-            let (module, model) = crate::load_and_model(path, None, None)?;
-            let shapes = plain_shapes(&module);
-            let d = distance(msg, &model) + shape_mismatches(msg, &shapes) as f64;
-            Ok((d, module, model))
-        })
-        .try_reduce_with(|a, b| Ok(if b.0 < a.0 { b } else { a }))
-        .transpose()?;
-    let (_, module, model) = best.ok_or_else(|| {
-        Error::Usage(format!(
-            "{} has no after-optimizations HLO file",
-            dir.display()
-        ))
-    })?;
-    let shapes = plain_shapes(&module);
+/// How far a module is from what the message describes: the sum of the
+/// relative differences of the numbers both give, plus one per peak buffer
+/// whose shape the module lacks. The pipeline links the message to the
+/// module of a dump folder with the smallest distance.
+pub fn distance(msg: &OomMessage, module: &Module, model: &MemoryModel) -> f64 {
+    number_distance(msg, model) + shape_mismatches(msg, &plain_shapes(module)) as f64
+}
+
+/// Links the message's buffers to the instructions, arguments and source
+/// lines of `module`, the one it is about.
+pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLinks {
+    let shapes = plain_shapes(module);
     let mut used = Vec::new();
     let buffers = msg
         .peak_buffers
         .iter()
-        .filter_map(|b| link_buffer(&module, &shapes, b, &mut used))
+        .filter_map(|b| link_buffer(module, &shapes, b, &mut used))
         .collect();
-    Ok(DumpLinks {
+    DumpLinks {
         module: module.name.clone(),
         file: module.path.display().to_string(),
         memory: model.totals.clone(),
         buffers,
-        donation_candidates: crate::findings::donation_candidates(&module, &model),
-    })
+        donation_candidates: crate::findings::donation_candidates(module, model),
+    }
 }
 
 /// Every instruction's shape as the messages print it, indexed by `InstrId`,

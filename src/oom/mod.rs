@@ -9,7 +9,8 @@ mod parse;
 pub use model::{Amount, OomFormat, OomMessage};
 pub use parse::LOOKED_FOR;
 
-/// Reads the first out-of-memory message in `text`, wherever it stands.
+/// Reads the out-of-memory message in `text`, wherever it stands. A log with
+/// several is read as one: their lines merge, later values replacing earlier.
 pub fn read(text: &str) -> Option<OomMessage> {
     parse::parse_message(text)
 }

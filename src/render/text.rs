@@ -353,7 +353,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         out,
         "  parameters: {} in {}",
         m.parameters.len(),
-        human_bytes(m.parameter_bytes)
+        human_bytes(m.parameter_shape_bytes)
     )?;
     let rows: Vec<[String; 5]> = m
         .parameters
@@ -377,7 +377,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         out,
         "  outputs: {} in {}",
         m.outputs.len(),
-        human_bytes(m.output_bytes)
+        human_bytes(m.result_shape_bytes)
     )?;
     let rows: Vec<[String; 4]> = m
         .outputs

@@ -61,10 +61,12 @@ pub struct ModuleReport {
     pub parameters: Vec<ParameterReport>,
     /// The entry's result, one entry per array leaf.
     pub outputs: Vec<OutputReport>,
-    /// Bytes of every entry parameter (leaves and tuple index tables).
-    pub parameter_bytes: u64,
-    /// Bytes of the entry's result (leaves and tuple index tables).
-    pub output_bytes: u64,
+    /// The sizes of the entry parameters' shapes added up (leaves and tuple
+    /// index tables): what the caller passes, not an allocation total (XLA's
+    /// figures are under `memory`).
+    pub parameter_shape_bytes: u64,
+    /// The size of the entry's result shape (leaves and tuple index tables).
+    pub result_shape_bytes: u64,
     /// The backend whose rules were applied, and what in the text said so.
     pub target: crate::target::Target,
     /// XLA's memory figures, computed from the HLO text alone.
@@ -212,33 +214,16 @@ pub struct AliasedParameter {
 }
 
 impl ModuleReport {
-    /// Summarizes a parsed module: its size, its parameters and its result.
-    pub fn summarize(module: &Module) -> ModuleReport {
-        let model = crate::analysis::analyze(module, &crate::target::Target::detect(module));
-        ModuleReport::build(module, &model)
+    /// Adds the module's findings, most bytes at stake first (the pipeline
+    /// computes them beside the rest of the report).
+    pub fn with_findings(mut self, findings: Vec<crate::findings::Finding>) -> ModuleReport {
+        self.findings = findings;
+        self
     }
 
-    /// The report of a module whose memory model is already computed.
+    /// The report of a module whose memory model is computed, without its
+    /// findings ([`ModuleReport::with_findings`]).
     pub fn build(module: &Module, model: &crate::analysis::MemoryModel) -> ModuleReport {
-        // The findings (what-if runs of the accounting among them) need nothing
-        // from the rest of the report: they run beside it.
-        let (findings, mut report) = rayon::join(
-            || {
-                crate::findings::run(module, model)
-                    .into_iter()
-                    .filter(|f| f.bytes >= crate::findings::MIN_REPORTED_BYTES)
-                    .collect()
-            },
-            || ModuleReport::build_without_findings(module, model),
-        );
-        report.findings = findings;
-        report
-    }
-
-    fn build_without_findings(
-        module: &Module,
-        model: &crate::analysis::MemoryModel,
-    ) -> ModuleReport {
         let entry = module.entry();
         let parameters: Vec<ParameterReport> = entry
             .parameters
@@ -290,10 +275,10 @@ impl ModuleReport {
             instructions: module.instructions.iter().filter(|i| !i.synthetic).count(),
             num_partitions: module.header.num_partitions,
             replica_count: module.header.replica_count,
-            parameter_bytes: parameters
+            parameter_shape_bytes: parameters
                 .iter()
                 .fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
-            output_bytes: model.target.total_size(result),
+            result_shape_bytes: model.target.total_size(result),
             parameters,
             outputs,
             target: model.target.clone(),

@@ -238,8 +238,9 @@ fn corpus_accelerator_backend_is_read_from_the_text() {
         assert_eq!(target.backend, expected, "{}", m.name);
         if expected == hlomem::target::Backend::Tpu {
             // The dump folder names the chip.
-            let arguments = hlomem::inputs::in_same_folder(&m.hlo, ".target_arguments.txt")
-                .unwrap_or_else(|| panic!("{}: no target_arguments.txt", m.name));
+            let arguments =
+                hlomem::pipeline::inputs::in_same_folder(&m.hlo, ".target_arguments.txt")
+                    .unwrap_or_else(|| panic!("{}: no target_arguments.txt", m.name));
             let text = std::fs::read_to_string(Path::new(&arguments)).unwrap();
             assert_eq!(
                 TpuVersion::from_target_arguments(&text),

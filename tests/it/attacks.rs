@@ -187,7 +187,7 @@ fn a_byte_order_mark_is_skipped() {
         "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt",
     )
     .unwrap();
-    let module = hlomem::source::SourceFile::from_bytes(
+    let module = hlomem::pipeline::decode(
         std::path::Path::new("bom.txt"),
         format!("\u{FEFF}{text}").into_bytes(),
     )

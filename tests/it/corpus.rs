@@ -108,15 +108,15 @@ fn corpus_argument_and_output_bytes_equal_memory_analysis() {
     let modules = modules_of_interest(&root);
     for (name, file, expected) in &modules {
         let parsed = hlomem::load_module(file).unwrap();
-        let summary = hlomem::report::ModuleReport::summarize(&parsed);
+        let summary = hlomem::pipeline::summarize(&parsed);
         let ma = &expected["memory_analysis"];
         assert_eq!(
-            summary.parameter_bytes,
+            summary.parameter_shape_bytes,
             ma["argument_size_in_bytes"].as_u64().unwrap(),
             "{name}"
         );
         assert_eq!(
-            summary.output_bytes,
+            summary.result_shape_bytes,
             ma["output_size_in_bytes"].as_u64().unwrap(),
             "{name}"
         );
@@ -147,8 +147,7 @@ fn corpus_memory_accounting_equals_xla() {
     for (name, file, expected) in &modules {
         let lone = scratch.join(file.file_name().unwrap());
         std::fs::copy(file, &lone).unwrap();
-        let memory =
-            hlomem::report::ModuleReport::summarize(&hlomem::load_module(&lone).unwrap()).memory;
+        let memory = hlomem::pipeline::summarize(&hlomem::load_module(&lone).unwrap()).memory;
         std::fs::remove_file(&lone).unwrap();
         let ma = &expected["memory_analysis"];
         let pairs = [
@@ -204,7 +203,7 @@ fn corpus_verify_finds_no_disagreement() {
     for (name, file, _) in &modules {
         let module = hlomem::load_module(file).unwrap();
         let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
-        let xla = hlomem::xla_report::XlaReports::load(file)
+        let xla = hlomem::pipeline::xla_reports(file)
             .unwrap()
             .expect("the corpus has XLA's reports");
         let verification = hlomem::analysis::verify::verify(&module, &model, &xla);
@@ -299,7 +298,7 @@ fn findings_of(root: &Path, case: &str) -> (hlomem::report::ModuleReport, u64) {
         .unwrap();
     let module = hlomem::load_module(file).unwrap();
     (
-        hlomem::report::ModuleReport::summarize(&module),
+        hlomem::pipeline::summarize(&module),
         expected["total_bytes_used"].as_u64().unwrap(),
     )
 }
@@ -414,7 +413,7 @@ fn corpus_not_donated_savings_match_xla() {
         let total_without = truth["total_bytes_used"].as_u64().unwrap();
         let file = dir.join("dump/module_0000.jit_train_step.cpu_after_optimizations.txt");
         let module = hlomem::load_module(&file).unwrap();
-        let report = hlomem::report::ModuleReport::summarize(&module);
+        let report = hlomem::pipeline::summarize(&module);
         assert_eq!(
             report.memory.total_bytes, total_without,
             "{donated}_nodonate"
@@ -438,9 +437,7 @@ fn corpus_dump_folder_with_many_modules() {
     assert!(folder.errors.is_empty());
     assert_eq!(folder.modules.len(), 15);
     for m in &folder.modules {
-        let alone = hlomem::report::ModuleReport::summarize(
-            &hlomem::load_module(Path::new(&m.file)).unwrap(),
-        );
+        let alone = hlomem::pipeline::summarize(&hlomem::load_module(Path::new(&m.file)).unwrap());
         assert_eq!(alone.memory, m.memory, "{}", m.file);
     }
 }

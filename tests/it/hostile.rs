@@ -33,7 +33,7 @@ fn truncated_anywhere() {
             Ok(module) => {
                 let model =
                     hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
-                let _ = hlomem::report::ModuleReport::build(&module, &model);
+                let _ = hlomem::pipeline::report_module(&module, &model);
             }
             Err(e) => assert!(e.location().is_some(), "cut at {cut}: {e}"),
         }
@@ -156,7 +156,7 @@ fn absurd_sizes_are_refused_and_never_panic() {
     std::fs::remove_dir_all(&dir).ok();
     let module = hlomem::parse_text("huge.txt", text).unwrap();
     let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
-    let report = hlomem::report::ModuleReport::build(&module, &model);
+    let report = hlomem::pipeline::report_module(&module, &model);
     let report = hlomem::Report {
         modules: vec![report],
         errors: vec![],

@@ -254,7 +254,7 @@ fn not_donated_saving_equals_xla_on_the_mlp_twins() {
         "samples/mlp_train_nodonate/dump/module_0000.jit_sgd_step.cpu_after_optimizations.txt",
     );
     let module = hlomem::load_module(path).unwrap();
-    let report = hlomem::report::ModuleReport::summarize(&module);
+    let report = hlomem::pipeline::summarize(&module);
     let hm001: Vec<_> = report
         .findings
         .iter()
@@ -268,5 +268,5 @@ fn not_donated_saving_equals_xla_on_the_mlp_twins() {
         hm001[0].fix
     );
     // Without the copies the what-if would promise the parameters' whole size.
-    assert!(measured < report.parameter_bytes / 2);
+    assert!(measured < report.parameter_shape_bytes / 2);
 }

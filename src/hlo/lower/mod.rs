@@ -1,5 +1,5 @@
-//! From pest pairs to the typed IR: one `lower_<rule>` function per rule, then a
-//! single pass that resolves names to indices.
+//! From pest pairs to the typed IR: one `lower_<rule>` function per rule.
+//! Names are left for `resolve`.
 //!
 //! Lines are lowered on several cores (each computation on its own) into "raw"
 //! structs that still borrow the text; names are resolved afterwards, in file
@@ -24,38 +24,35 @@ use super::shape::Shape;
 use crate::error::Error;
 use crate::source::{SourceFile, Span};
 
-/// Parses and lowers a whole HLO module file.
-pub fn parse_module(file: SourceFile) -> Result<Module, Error> {
-    let lowered = {
-        let outline = parse::outline(&file)?;
-        let (name, header) = lower_header(&file, outline.header)?;
-        let stack_frames = match &outline.stack_tables {
-            Some(tables) => lower_stack_tables(&file, tables.clone())?,
-            None => StackFrameIndex::default(),
-        };
-        let (raw, mut instructions, unresolved) = lower_computations(&file, &outline)?;
-        let (computations, entry) =
-            super::resolve::resolve(&file, raw, &mut instructions, unresolved)?;
-        super::verify::verify(&file, &header, (&computations, entry), &instructions)?;
-        (
-            name,
-            header,
-            stack_frames,
-            computations,
-            instructions,
-            entry,
-        )
+/// A module lowered but not yet resolved: names still borrow the text.
+pub(super) struct Lowered<'a> {
+    pub name: String,
+    pub header: ModuleHeader,
+    pub stack_frames: StackFrameIndex,
+    pub raw: Vec<RawComputation<'a>>,
+    pub instructions: Vec<Instruction>,
+    pub unresolved: Vec<Unresolved<'a>>,
+}
+
+/// Lowers the header, the stack-frame tables and every instruction line of
+/// an outlined module.
+pub(super) fn lower_module<'a>(
+    file: &'a SourceFile,
+    outline: &parse::Outline<'a>,
+) -> Result<Lowered<'a>, Error> {
+    let (name, header) = lower_header(file, outline.header)?;
+    let stack_frames = match &outline.stack_tables {
+        Some(tables) => lower_stack_tables(file, tables.clone())?,
+        None => StackFrameIndex::default(),
     };
-    let (name, header, stack_frames, computations, instructions, entry) = lowered;
-    Ok(Module {
+    let (raw, instructions, unresolved) = lower_computations(file, outline)?;
+    Ok(Lowered {
         name,
-        path: file.path,
-        text: file.text,
         header,
         stack_frames,
-        computations,
+        raw,
         instructions,
-        entry,
+        unresolved,
     })
 }
 

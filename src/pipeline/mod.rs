@@ -1,0 +1,316 @@
+//! The pipeline: inputs → text → IR → target → memory model → findings →
+//! report, for files and dump folders. It owns every file hlomem reads (the
+//! modules, XLA's reports beside them, `target_arguments.txt`); the stages it
+//! runs do no I/O.
+
+pub mod host;
+pub mod inputs;
+mod read;
+
+pub use read::{decode, xla_reports};
+
+use rayon::prelude::*;
+
+use crate::error::Error;
+use crate::hlo::{self, Module};
+use crate::report::{self, Report};
+use crate::{analysis, findings, source, target};
+
+use std::path::{Path, PathBuf};
+
+/// Reads and parses one HLO text file.
+pub fn load_module(path: &Path) -> Result<Module, Error> {
+    hlo::parse_module(read::read_source(path)?)
+}
+
+/// Parses HLO text already in memory; `path` is used in messages only.
+pub fn parse_text(path: impl Into<PathBuf>, text: impl Into<String>) -> Result<Module, Error> {
+    hlo::parse_module(source::SourceFile::from_text(path, text))
+}
+
+/// What `analyze_paths` does besides the accounting.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnalyzeOptions {
+    /// Compare with XLA's own reports beside each HLO file.
+    pub verify: bool,
+    /// Apply this backend's rules instead of the one the module text shows.
+    pub backend: Option<target::Backend>,
+    /// The TPU chip, when the dump does not name it (`target_arguments.txt`).
+    pub tpu_version: Option<target::TpuVersion>,
+}
+
+/// The HLO files to analyze: files as given, and for a folder one file per
+/// module (see [`inputs`]); folders without modules and files that are not
+/// regular files (FIFOs) are left out.
+pub fn collect_inputs(paths: &[PathBuf]) -> Vec<PathBuf> {
+    inputs::collect(paths)
+        .into_iter()
+        .filter(|i| i.unreadable.is_none())
+        .map(|i| i.path)
+        .collect()
+}
+
+/// Analyzes files and folders in parallel; the report keeps a stable order
+/// (inputs sorted per folder), with every file that failed listed under `errors`.
+pub fn analyze_paths(paths: &[PathBuf], options: AnalyzeOptions) -> Report {
+    analyze_inputs(&inputs::collect(paths), options, &|_| {})
+}
+
+/// One module's report (with the error of an XLA report that `--verify` could
+/// not read), or the error that stopped it.
+type ModuleResult = Result<(report::ModuleReport, Option<(PathBuf, Error)>), (PathBuf, Error)>;
+
+/// [`analyze_paths`] on inputs already collected; `done` is called as each
+/// finishes (from any thread), for a progress bar.
+pub fn analyze_inputs(
+    inputs: &[inputs::Input],
+    options: AnalyzeOptions,
+    done: &(dyn Fn(&Path) + Sync),
+) -> Report {
+    // Largest first, one module per task: a big module started last would leave
+    // the other cores idle while it finishes.
+    let mut order: Vec<(u64, usize)> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| (std::fs::metadata(&input.path).map_or(0, |m| m.len()), i))
+        .collect();
+    order.sort_by_key(|&(size, i)| (std::cmp::Reverse(size), i));
+    let mut results: Vec<(usize, ModuleResult)> = order
+        .par_iter()
+        .with_max_len(1)
+        .map(|&(_, i)| {
+            let input = &inputs[i];
+            let result = analyze_one(input, options).map_err(|e| (input.path.clone(), e));
+            done(&input.path);
+            (i, result)
+        })
+        .collect();
+    results.sort_by_key(|(i, _)| *i);
+    let mut report = Report {
+        modules: Vec::new(),
+        errors: Vec::new(),
+    };
+    for (_, result) in results {
+        match result {
+            Ok((module, verify_error)) => {
+                report.modules.push(module);
+                if let Some((path, error)) = verify_error {
+                    report.errors.push(report::InputError::new(&path, error));
+                }
+            }
+            Err((path, error)) => report.errors.push(report::InputError::new(&path, error)),
+        }
+    }
+    report
+}
+
+/// The rules `module` (read from `path`) was compiled under: the backend from
+/// its text unless `backend` forces one; on TPU the chip from `tpu_version`,
+/// else from the dump folder's `*.target_arguments.txt` (the HLO text does not
+/// name it).
+pub fn target_of(
+    module: &Module,
+    path: &Path,
+    backend: Option<target::Backend>,
+    tpu_version: Option<target::TpuVersion>,
+) -> target::Target {
+    let target = target::Target::resolve(module, backend);
+    if target.backend != target::Backend::Tpu {
+        return target;
+    }
+    let named = tpu_version
+        .map(|v| (v, target::ChipSource::User))
+        .or_else(|| {
+            let arguments = inputs::sibling(path, "target_arguments.txt")
+                .or_else(|| inputs::in_same_folder(path, ".target_arguments.txt"))?;
+            let text = std::fs::read_to_string(arguments).ok()?;
+            Some((
+                target::TpuVersion::from_target_arguments(&text)?,
+                target::ChipSource::Dump,
+            ))
+        });
+    target.with_tpu_version(named)
+}
+
+/// Reads, parses and checks one HLO file, and computes its memory with the
+/// target its text (or `backend`, `tpu_version`) names.
+pub fn load_and_model(
+    path: &Path,
+    backend: Option<target::Backend>,
+    tpu_version: Option<target::TpuVersion>,
+) -> Result<(Module, analysis::MemoryModel), Error> {
+    let module = load_module(path)?;
+    let target = target_of(&module, path, backend, tpu_version);
+    check_sizes(&module, &target)?;
+    let model = analysis::analyze(&module, &target);
+    Ok((module, model))
+}
+
+/// The report of a module with its memory model: the findings (what-if runs
+/// of the accounting among them) run beside the rest of the report.
+pub fn report_module(module: &Module, model: &analysis::MemoryModel) -> report::ModuleReport {
+    let (findings, report) = rayon::join(
+        || findings::reported(module, model),
+        || report::ModuleReport::build(module, model),
+    );
+    report.with_findings(findings)
+}
+
+/// The report of a parsed module, with the target its text shows.
+pub fn summarize(module: &Module) -> report::ModuleReport {
+    let model = analysis::analyze(module, &target::Target::detect(module));
+    report_module(module, &model)
+}
+
+/// One module: parsed, analyzed, summarized, and dropped before the next.
+fn analyze_one(
+    input: &inputs::Input,
+    options: AnalyzeOptions,
+) -> Result<(report::ModuleReport, Option<(PathBuf, Error)>), Error> {
+    if let Some(reason) = &input.unreadable {
+        return Err(Error::Usage(reason.clone()));
+    }
+    let (module, model) = load_and_model(&input.path, options.backend, options.tpu_version)?;
+    let target = &model.target;
+    let mut summary = report_module(&module, &model);
+    if target.chip_source == Some(target::ChipSource::Assumed) {
+        summary.notes.push(
+            "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
+             as on v5e (512 bytes; 32 on v5p and v6e); --tpu sets the chip"
+                .into(),
+        );
+    }
+    // Detected again only to say when --backend contradicts the text.
+    let detected = options.backend.map(|_| target::Target::detect(&module));
+    if let Some(detected) = detected.filter(|d| {
+        d.backend != target.backend && matches!(d.evidence, target::Evidence::Marker(_))
+    }) {
+        summary.notes.push(format!(
+            "--backend {} overrides the text, which is {}'s ({}): these numbers follow rules this module \
+             was not compiled under",
+            target.backend,
+            detected.backend,
+            match &detected.evidence {
+                target::Evidence::Marker(m) => m.as_str(),
+                _ => "",
+            }
+        ));
+    }
+    if options.tpu_version.is_some() && target.backend != target::Backend::Tpu {
+        summary
+            .notes
+            .push("--tpu applies to TPU modules only; this one is not, so it was ignored".into());
+    }
+    summary.key = input.key.clone();
+    if input.unoptimized || !module.header.is_scheduled {
+        summary.notes.push(
+            "not an optimized, scheduled module: XLA will fuse, reorder and pack it differently, so these numbers \
+             are estimates"
+                .into(),
+        );
+    }
+    // With --verify, a module without readable reports is an input error:
+    // "nothing to compare" must not pass as agreement.
+    let mut verify_error = None;
+    if options.verify {
+        summary.verification = Some(match read::xla_reports(&input.path) {
+            Ok(Some(xla)) => analysis::verify::verify(&module, &model, &xla),
+            Ok(None) => {
+                verify_error = Some((
+                    input.path.clone(),
+                    Error::Usage(format!(
+                        "--verify: no XLA report (`-buffer-assignment.txt`, `-live-range.txt`) beside {}",
+                        input.path.display()
+                    )),
+                ));
+                analysis::verify::Verification::unavailable(
+                    "no XLA report files beside the HLO file",
+                )
+            }
+            Err(e) => {
+                let note = e.to_string();
+                verify_error = Some((input.path.clone(), e));
+                analysis::verify::Verification::unavailable(&note)
+            }
+        });
+    }
+    Ok((summary, verify_error))
+}
+
+/// Refuses a module whose sizes do not fit in 64 bits: one shape once the
+/// backend pads it, or all buffers together. Every figure the analysis adds up
+/// (allocations, the heap with its alignment, peaks) is at most the sum of
+/// all values' sizes plus one alignment each, so past this check no sum can
+/// overflow and none is shown saturated.
+fn check_sizes(module: &Module, target: &target::Target) -> Result<(), Error> {
+    /// More than any backend's alignment of a buffer within its allocation.
+    const ALIGNMENT_MARGIN: u64 = 4096;
+    let error = |instr: &hlo::Instruction, title: String| {
+        let file = source::SourceFile::from_text(module.path.clone(), module.text.clone());
+        Error::at(
+            &file,
+            instr.span.start as usize..instr.span.end as usize,
+            title,
+            "this instruction",
+        )
+    };
+    let mut sum: u64 = 0;
+    for instr in &module.instructions {
+        if !target.sizes_fit(&instr.shape) {
+            return Err(error(
+                instr,
+                format!(
+                    "shape `{}` is larger than 2^64 bytes once padded to {}'s tiles",
+                    instr.shape, target.backend
+                ),
+            ));
+        }
+        let nodes = instr.shape.nodes().len() as u64;
+        let with_margin = target
+            .total_size(&instr.shape)
+            .checked_add(nodes.saturating_mul(ALIGNMENT_MARGIN));
+        match with_margin.and_then(|size| sum.checked_add(size)) {
+            Some(total) => sum = total,
+            None => {
+                return Err(error(
+                    instr,
+                    "the module's buffers add up to more than 2^64 bytes".into(),
+                )
+                .with_note(
+                    "no device has that much memory; hlomem refuses the module rather than show a total \
+                     that is not exact",
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `explain --dump DIR`: links an out-of-memory message to the module of the
+/// dump it is about (the one whose numbers and shapes are nearest). Modules
+/// are read on all cores; each worker keeps only its best so far, and ties go
+/// to the first module in folder order.
+pub fn link_dump(
+    msg: &crate::oom::OomMessage,
+    dir: &Path,
+) -> Result<crate::oom::dump::DumpLinks, Error> {
+    let inputs = collect_inputs(&[dir.to_path_buf()]);
+    let best = inputs
+        .par_iter()
+        .map(
+            |path| -> Result<(f64, Module, analysis::MemoryModel), Error> {
+                let (module, model) = load_and_model(path, None, None)?;
+                let d = crate::oom::dump::distance(msg, &module, &model);
+                Ok((d, module, model))
+            },
+        )
+        .try_reduce_with(|a, b| Ok(if b.0 < a.0 { b } else { a }))
+        .transpose()?;
+    let (_, module, model) = best.ok_or_else(|| {
+        Error::Usage(format!(
+            "{} has no after-optimizations HLO file",
+            dir.display()
+        ))
+    })?;
+    Ok(crate::oom::dump::links(msg, &module, &model))
+}
