@@ -73,7 +73,7 @@ pub struct FindingRef {
 }
 
 impl FindingRef {
-    fn of(f: &crate::findings::Finding) -> FindingRef {
+    fn of(f: &crate::report::FindingReport) -> FindingRef {
         FindingRef {
             code: f.code,
             name: f.name,
@@ -112,7 +112,7 @@ pub fn check(
     whole_program: bool,
     fail_on: &[String],
 ) -> CheckResult {
-    let forbidden = |f: &crate::findings::Finding| {
+    let forbidden = |f: &crate::report::FindingReport| {
         fail_on
             .iter()
             .any(|c| c.eq_ignore_ascii_case(f.code) || c.eq_ignore_ascii_case(f.name))
@@ -212,7 +212,7 @@ fn buffer_key(b: &crate::report::PeakBufferReport) -> String {
     format!("{what} {}", b.shape)
 }
 
-fn finding_key(f: &crate::findings::Finding) -> String {
+fn finding_key(f: &crate::report::FindingReport) -> String {
     let subject = f
         .parameter
         .as_ref()

@@ -9,10 +9,110 @@
 //! instruction reads without being an ancestor of the output's writer is copied
 //! first in the what-if, as copy insertion would (`analysis::whatif`).
 
-use super::{donate_fix, jax_arguments, Finding};
+use serde::Serialize;
+
+use super::{donate_fix, jax_arguments, Finding, InstrRef};
 use crate::analysis::{self, whatif, MemoryModel};
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
+
+/// HM001's facts: one Python argument (or parameter) whose arrays outputs
+/// could reuse, and what donating it saves.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    /// The JAX argument (`params`), when the dump names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    /// Its position among the jitted function's arguments (`donate_argnums`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argnum: Option<usize>,
+    /// Each of its arrays an output could reuse.
+    pub reuses: Vec<Reuse>,
+    /// Parameters XLA would copy before overwriting them, even when donated.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub copied_first: Vec<CopiedFirst>,
+    /// "Total bytes used" minus the same with the donation (a what-if run).
+    pub saving_bytes: u64,
+}
+
+/// A parameter's buffer an output could be written into.
+#[derive(Debug, Clone, Serialize)]
+pub struct Reuse {
+    pub parameter: u64,
+    /// `op_name` of the parameter (its JAX path), else its HLO name.
+    pub parameter_name: String,
+    pub shape: String,
+    pub bytes: u64,
+    pub output_index: Vec<u64>,
+    pub writer: InstrRef,
+}
+
+/// A parameter copy insertion would keep: `reader` reads it and need not run
+/// before `writer` overwrites it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CopiedFirst {
+    pub parameter: u64,
+    pub parameter_name: String,
+    pub bytes: u64,
+    pub reader: InstrRef,
+    pub writer: String,
+}
+
+impl Evidence {
+    pub fn message(&self) -> String {
+        let what = match &self.argument {
+            Some(a) => format!("argument `{a}`"),
+            None => format!("parameter {}", self.reuses[0].parameter),
+        };
+        let leaves = match self.reuses.as_slice() {
+            [one] => format!("{} ({})", one.shape, human_bytes(one.bytes)),
+            many => format!(
+                "{} of its arrays ({} in all)",
+                many.len(),
+                human_bytes(many.iter().map(|r| r.bytes).fold(0u64, u64::saturating_add))
+            ),
+        };
+        format!(
+            "{what} is not donated: the outputs could reuse {leaves}; donating saves {}",
+            human_bytes(self.saving_bytes)
+        )
+    }
+
+    pub fn fix(&self) -> String {
+        let argument = self.argument.clone().zip(self.argnum);
+        donate_fix(self.reuses[0].parameter, argument.as_ref())
+    }
+
+    pub fn details(&self) -> Vec<String> {
+        let reuses = self.reuses.iter().map(|r| {
+            format!(
+                "parameter {} ({}) {} → output {:?}, written by {}",
+                r.parameter,
+                r.parameter_name,
+                r.shape,
+                r.output_index,
+                r.writer.describe_at()
+            )
+        });
+        let copies = self.copied_first.iter().map(|c| {
+            format!(
+                "XLA would copy parameter {} ({}) first, into a {} temporary: {} reads it{} and need not run \
+                 before {} overwrites it",
+                c.parameter,
+                c.parameter_name,
+                human_bytes(c.bytes),
+                c.reader.name,
+                c.reader
+                    .source
+                    .as_ref()
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default(),
+                c.writer,
+            )
+        });
+        reuses.chain(copies).collect()
+    }
+}
 
 struct Candidate {
     parameter: u64,
@@ -51,7 +151,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let mut copied: Vec<InstrId> = Vec::new();
     let mut total = model.totals.total_bytes;
     let mut findings = Vec::new();
-    for (argument, members) in groups {
+    for (_, members) in groups {
         let before = (aliases.len(), copied.len());
         aliases.extend(members.iter().map(|c| IoAlias {
             output_index: c.output.clone(),
@@ -85,74 +185,45 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let saving = total - after;
         total = after;
         let first = &members[0];
-        let shape = module
-            .instr(module.entry().parameters[first.parameter as usize])
-            .shape
-            .to_string();
-        let what = if argument.starts_with('#') {
-            format!("parameter {}", first.parameter)
-        } else {
-            format!("argument `{argument}`")
+        let parameter_name = |p: InstrId| {
+            module
+                .op_name(p)
+                .unwrap_or_else(|| module.instr(p).name.clone())
         };
-        let leaves = if members.len() == 1 {
-            format!("{shape} ({})", human_bytes(first.bytes))
-        } else {
-            format!(
-                "{} of its arrays ({} in all)",
-                members.len(),
-                human_bytes(
-                    members
-                        .iter()
-                        .map(|c| c.bytes)
-                        .fold(0u64, u64::saturating_add)
-                )
-            )
+        let named = arguments.get(first.parameter as usize).cloned().flatten();
+        let evidence = Evidence {
+            argument: named.as_ref().map(|(name, _)| name.clone()),
+            argnum: named.map(|(_, index)| index),
+            reuses: members
+                .iter()
+                .map(|c| {
+                    let p = module.entry().parameters[c.parameter as usize];
+                    Reuse {
+                        parameter: c.parameter,
+                        parameter_name: parameter_name(p),
+                        shape: module.instr(p).shape.to_string(),
+                        bytes: c.bytes,
+                        output_index: c.output.clone(),
+                        writer: InstrRef::of(module, c.producer),
+                    }
+                })
+                .collect(),
+            copied_first: copy_reasons
+                .into_iter()
+                .map(|(number, p, reader, writer)| CopiedFirst {
+                    parameter: number,
+                    parameter_name: parameter_name(p),
+                    bytes: model.target.total_size(&module.instr(p).shape),
+                    reader: InstrRef::of(module, reader),
+                    writer: module.instr(writer).name.clone(),
+                })
+                .collect(),
+            saving_bytes: saving,
         };
-        let mut finding = Finding::new(
-            "HM001",
-            format!(
-                "{what} is not donated: the outputs could reuse {leaves}; donating saves {}",
-                human_bytes(saving)
-            ),
-            saving,
-            donate_fix(module, first.parameter),
-        )
-        .at(module, first.producer)
-        .parameter(module, first.parameter);
+        let mut finding = Finding::new(super::Evidence::NotDonated(evidence), saving)
+            .at(module, first.producer)
+            .parameter(module, first.parameter);
         finding.output_index = Some(first.output.clone());
-        for c in &members {
-            let p = module.entry().parameters[c.parameter as usize];
-            finding.evidence.push(format!(
-                "parameter {} ({}) {} → output {:?}, written by {}{}",
-                c.parameter,
-                module
-                    .op_name(p)
-                    .unwrap_or_else(|| module.instr(p).name.clone()),
-                module.instr(p).shape,
-                c.output,
-                module.instr(c.producer).name,
-                module
-                    .source_location(c.producer)
-                    .map(|l| format!(" at {l}"))
-                    .unwrap_or_default()
-            ));
-        }
-        for (number, p, reader, writer) in copy_reasons {
-            finding.evidence.push(format!(
-                "XLA would copy parameter {number} ({}) first, into a {} temporary: {} reads it{} and need not run \
-                 before {} overwrites it",
-                module
-                    .op_name(p)
-                    .unwrap_or_else(|| module.instr(p).name.clone()),
-                human_bytes(model.target.total_size(&module.instr(p).shape)),
-                module.instr(reader).name,
-                module
-                    .source_location(reader)
-                    .map(|l| format!(" at {l}"))
-                    .unwrap_or_default(),
-                module.instr(writer).name,
-            ));
-        }
         findings.push(finding);
     }
     findings

@@ -3,10 +3,84 @@
 //! donors with outputs of the same byte size; a donor still listed in the
 //! optimized module was not paired, silently (notes §5.2, §5.6).
 
+use serde::Serialize;
+
 use super::Finding;
 use crate::analysis::MemoryModel;
 use crate::hlo::Module;
 use crate::units::human_bytes;
+
+/// HM002's facts: a donated parameter no output can take.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub parameter: u64,
+    /// The JAX argument path (`op_name`), when the dump has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    pub shape: String,
+    pub bytes: u64,
+    pub reason: Unusable,
+}
+
+/// Why no output can use the donated buffer.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Unusable {
+    /// The function never reads the argument.
+    NeverRead,
+    /// No output has its byte size; these are the outputs.
+    NoOutputOfItsSize { outputs: Vec<SizedShape> },
+    /// The outputs of its size already reuse other buffers.
+    SameSizeOutputsTaken { outputs: Vec<String> },
+}
+
+/// A shape and its bytes on the target.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizedShape {
+    pub shape: String,
+    pub bytes: u64,
+}
+
+impl Evidence {
+    pub fn message(&self) -> String {
+        let reason = match &self.reason {
+            Unusable::NeverRead => "the function never reads it".to_string(),
+            Unusable::NoOutputOfItsSize { outputs } => format!(
+                "no output has its size ({} bytes): the outputs are {}",
+                self.bytes,
+                outputs
+                    .iter()
+                    .map(|o| format!("{} ({})", o.shape, human_bytes(o.bytes)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Unusable::SameSizeOutputsTaken { outputs } => format!(
+                "the outputs of its size ({}) already reuse other buffers",
+                outputs.join(", ")
+            ),
+        };
+        let argument = self
+            .argument
+            .as_ref()
+            .map(|a| format!(" `{a}`"))
+            .unwrap_or_default();
+        format!(
+            "parameter {}{argument} ({}) is donated but no output can use its buffer: {reason}",
+            self.parameter, self.shape
+        )
+    }
+
+    pub fn fix(&self) -> String {
+        match self.reason {
+            Unusable::NeverRead => "drop the argument, or stop donating it".to_string(),
+            _ => format!(
+                "return an output with the input's shape and dtype ({}), e.g. cast after the jitted function, \
+                 or stop donating it",
+                self.shape
+            ),
+        }
+    }
+}
 
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let entry = module.entry();
@@ -29,46 +103,32 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             .filter(|(_, s)| model.target.buffer_size(s) == bytes)
             .map(|(i, s)| format!("{i:?} {s}"))
             .collect();
-        let listing: Vec<String> = outputs
-            .iter()
-            .map(|(_, s)| format!("{s} ({})", human_bytes(model.target.buffer_size(s))))
-            .collect();
         let reason = if unused {
-            "the function never reads it".to_string()
+            Unusable::NeverRead
         } else if same_size.is_empty() {
-            format!(
-                "no output has its size ({} bytes): the outputs are {}",
-                bytes,
-                listing.join(", ")
-            )
+            Unusable::NoOutputOfItsSize {
+                outputs: outputs
+                    .iter()
+                    .map(|(_, s)| SizedShape {
+                        shape: s.to_string(),
+                        bytes: model.target.buffer_size(s),
+                    })
+                    .collect(),
+            }
         } else {
-            format!(
-                "the outputs of its size ({}) already reuse other buffers",
-                same_size.join(", ")
-            )
+            Unusable::SameSizeOutputsTaken { outputs: same_size }
         };
-        let argument = module
-            .op_name(p)
-            .map(|a| format!(" `{a}`"))
-            .unwrap_or_default();
-        let finding = Finding::new(
-            "HM002",
-            format!(
-                "parameter {}{argument} ({shape}) is donated but no output can use its buffer: {reason}",
-                donor.parameter
-            ),
+        let evidence = Evidence {
+            parameter: donor.parameter,
+            argument: module.op_name(p),
+            shape: shape.to_string(),
             bytes,
-            if unused {
-                "drop the argument, or stop donating it".to_string()
-            } else {
-                format!(
-                    "return an output with the input's shape and dtype ({shape}), e.g. cast after the jitted function, \
-                     or stop donating it"
-                )
-            },
-        )
-        .parameter(module, donor.parameter);
-        findings.push(finding);
+            reason,
+        };
+        findings.push(
+            Finding::new(super::Evidence::DonationUnusable(evidence), bytes)
+                .parameter(module, donor.parameter),
+        );
     }
     findings
 }

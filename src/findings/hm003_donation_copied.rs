@@ -5,7 +5,9 @@
 //! - or the output is computed elsewhere and copied into the donated buffer at
 //!   the end, because the op that makes it cannot write over its own input.
 
-use super::Finding;
+use serde::Serialize;
+
+use super::{Finding, InstrRef};
 use crate::analysis::assign::AllocationKind;
 use crate::analysis::dataflow::node_of;
 use crate::analysis::{whatif, MemoryModel};
@@ -39,16 +41,121 @@ fn users(model: &MemoryModel, instr: InstrId) -> Vec<InstrId> {
     out
 }
 
-fn describe(module: &Module, id: InstrId) -> String {
-    let op = module
-        .op_name(id)
-        .map(|o| format!(" ({o})"))
-        .unwrap_or_default();
-    let at = module
-        .source_location(id)
-        .map(|l| format!(" at {l}"))
-        .unwrap_or_default();
-    format!("{}{op}{at}", module.instr(id).name)
+/// HM003's facts: a donated parameter whose donation saves nothing, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub parameter: u64,
+    /// The JAX argument path (`op_name`), when the dump has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    pub output_index: Vec<u64>,
+    /// Bytes of temporaries the copy takes: what the donation fails to save.
+    pub bytes: u64,
+    pub how: Copied,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Copied {
+    /// The parameter's old value is copied before the output overwrites it.
+    OldValueSaved {
+        writer: InstrRef,
+        copies: Vec<InstrRef>,
+        /// Instructions that read the old value, in schedule order.
+        readers: Vec<InstrRef>,
+        /// Those of `readers` that need not run before the write: the reason
+        /// copy insertion keeps the copy.
+        blocking: Vec<String>,
+    },
+    /// The result is computed into a temporary and copied into the donated buffer.
+    ResultCopiedIn { computed_by: InstrRef, copy: String },
+}
+
+impl Evidence {
+    pub fn message(&self) -> String {
+        let argument = self
+            .argument
+            .as_ref()
+            .map(|a| format!(" `{a}`"))
+            .unwrap_or_default();
+        match &self.how {
+            Copied::OldValueSaved {
+                writer, blocking, ..
+            } => {
+                let why = match blocking.first() {
+                    Some(r) => format!(
+                        "{r} reads its old value and need not run before {} writes the output",
+                        writer.name
+                    ),
+                    None => format!(
+                        "its old value is still read when {} writes the output",
+                        writer.name
+                    ),
+                };
+                format!(
+                    "parameter {}{argument} is donated, but {why}, so XLA copies it first: {} of temporaries, no saving",
+                    self.parameter,
+                    human_bytes(self.bytes)
+                )
+            }
+            Copied::ResultCopiedIn { computed_by, .. } => format!(
+                "parameter {}{argument} is donated, but {} cannot write its result over its own input, so the \
+                 result goes to a {} temporary and is copied into the donated buffer: no saving",
+                self.parameter,
+                computed_by.name,
+                human_bytes(self.bytes)
+            ),
+        }
+    }
+
+    pub fn fix(&self) -> String {
+        match self.how {
+            Copied::OldValueSaved { .. } => {
+                "compute what still needs the old value before the update (e.g. take x.sum() before x.at[...].set), \
+                 or do not donate this argument"
+            }
+            Copied::ResultCopiedIn { .. } => {
+                "no fix in the donation itself: ops such as transpose, dot or reductions need a separate output; \
+                 donate an argument that an elementwise op updates instead, or do not donate this one"
+            }
+        }
+        .to_string()
+    }
+
+    pub fn details(&self) -> Vec<String> {
+        match &self.how {
+            Copied::OldValueSaved {
+                writer,
+                copies,
+                readers,
+                blocking,
+            } => {
+                let mut out = vec![format!(
+                    "the output {:?} is written by {}",
+                    self.output_index,
+                    writer.describe()
+                )];
+                out.extend(
+                    copies
+                        .iter()
+                        .map(|c| format!("copy of the parameter: {}", c.describe())),
+                );
+                out.extend(readers.iter().map(|r| {
+                    let how = if blocking.contains(&r.name) {
+                        "reads the old value, not necessarily before the write"
+                    } else {
+                        "reads the old value"
+                    };
+                    format!("{how}: {}", r.describe())
+                }));
+                out
+            }
+            Copied::ResultCopiedIn { computed_by, copy } => vec![
+                format!("computed by {}", computed_by.describe()),
+                format!("copied into the donated buffer by {copy}"),
+            ],
+        }
+    }
 }
 
 fn through_bitcasts(module: &Module, mut id: InstrId) -> InstrId {
@@ -84,14 +191,6 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             continue;
         };
         let producer = model.dataflow.values[out_value.index()].instr;
-        // Only for the parameters a finding names: reading metadata costs a parse.
-        let argument = || {
-            module
-                .op_name(param)
-                .map(|a| format!(" `{a}`"))
-                .unwrap_or_default()
-        };
-
         // The old value saved: copies of the parameter (and copies of those).
         let mut copies: Vec<InstrId> = Vec::new();
         let mut frontier = vec![param];
@@ -122,50 +221,25 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             // schedule exists, so a read that is not an ancestor of the write may
             // come after it, even if XLA's schedule then runs it first.
             let blocking = whatif::not_ordered_before(module, &readers, producer);
-            let why = match blocking.first() {
-                Some(&r) => format!(
-                    "{} reads its old value and need not run before {} writes the output",
-                    module.instr(r).name,
-                    module.instr(producer).name
-                ),
-                None => format!(
-                    "its old value is still read when {} writes the output",
-                    module.instr(producer).name
-                ),
+            let evidence = Evidence {
+                parameter: alias.parameter,
+                argument: module.op_name(param),
+                output_index: alias.output_index.clone(),
+                bytes: saved,
+                how: Copied::OldValueSaved {
+                    writer: InstrRef::of(module, producer),
+                    copies: copies.iter().map(|&c| InstrRef::of(module, c)).collect(),
+                    readers: readers.iter().map(|&r| InstrRef::of(module, r)).collect(),
+                    blocking: blocking
+                        .iter()
+                        .map(|&r| module.instr(r).name.clone())
+                        .collect(),
+                },
             };
-            let mut f = Finding::new(
-                "HM003",
-                format!(
-                    "parameter {}{} is donated, but {why}, so XLA copies it first: {} of temporaries, no saving",
-                    alias.parameter,
-                    argument(),
-                    human_bytes(saved)
-                ),
-                saved,
-                "compute what still needs the old value before the update (e.g. take x.sum() before x.at[...].set), \
-                 or do not donate this argument"
-                    .into(),
-            )
-            .at(module, copies[0])
-            .parameter(module, alias.parameter);
+            let mut f = Finding::new(super::Evidence::DonationCopied(evidence), saved)
+                .at(module, copies[0])
+                .parameter(module, alias.parameter);
             f.output_index = Some(alias.output_index.clone());
-            f.evidence.push(format!(
-                "the output {:?} is written by {}",
-                alias.output_index,
-                describe(module, producer)
-            ));
-            for &c in &copies {
-                f.evidence
-                    .push(format!("copy of the parameter: {}", describe(module, c)));
-            }
-            for &r in &readers {
-                let how = if blocking.contains(&r) {
-                    "reads the old value, not necessarily before the write"
-                } else {
-                    "reads the old value"
-                };
-                f.evidence.push(format!("{how}: {}", describe(module, r)));
-            }
             findings.push(f);
             continue;
         }
@@ -177,30 +251,20 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 let source = through_bitcasts(module, source);
                 let bytes = temp_bytes(model, source);
                 if source != param && bytes > 0 {
-                    let mut f = Finding::new(
-                        "HM003",
-                        format!(
-                            "parameter {}{} is donated, but {} cannot write its result over its own input, so the \
-                             result goes to a {} temporary and is copied into the donated buffer: no saving",
-                            alias.parameter,
-                            argument(),
-                            module.instr(source).name,
-                            human_bytes(bytes)
-                        ),
+                    let evidence = Evidence {
+                        parameter: alias.parameter,
+                        argument: module.op_name(param),
+                        output_index: alias.output_index.clone(),
                         bytes,
-                        "no fix in the donation itself: ops such as transpose, dot or reductions need a separate output; \
-                         donate an argument that an elementwise op updates instead, or do not donate this one"
-                            .into(),
-                    )
-                    .at(module, source)
-                    .parameter(module, alias.parameter);
+                        how: Copied::ResultCopiedIn {
+                            computed_by: InstrRef::of(module, source),
+                            copy: module.instr(producer).name.clone(),
+                        },
+                    };
+                    let mut f = Finding::new(super::Evidence::DonationCopied(evidence), bytes)
+                        .at(module, source)
+                        .parameter(module, alias.parameter);
                     f.output_index = Some(alias.output_index.clone());
-                    f.evidence
-                        .push(format!("computed by {}", describe(module, source)));
-                    f.evidence.push(format!(
-                        "copied into the donated buffer by {}",
-                        module.instr(producer).name
-                    ));
                     findings.push(f);
                 }
             }

@@ -3,10 +3,50 @@
 //! (a read-only parameter cannot also be an output, notes §5.5); returning a
 //! donated input that also receives another output copies it as well.
 
+use serde::Serialize;
+
 use super::Finding;
 use crate::analysis::MemoryModel;
 use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
+
+/// HM004's facts: an output that is a copy of a parameter.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub output_index: Vec<u64>,
+    pub parameter: u64,
+    /// The JAX argument path (`op_name`), when the dump has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    pub bytes: u64,
+    /// The parameter is donated and its buffer receives another output.
+    pub donated: bool,
+}
+
+impl Evidence {
+    pub fn message(&self) -> String {
+        let argument = self
+            .argument
+            .as_ref()
+            .map(|a| format!(" `{a}`"))
+            .unwrap_or_default();
+        let why = if self.donated {
+            "it is donated and its buffer receives another output, so the old value must be copied out first"
+        } else {
+            "the caller already holds it, and an output needs a buffer of its own"
+        };
+        format!(
+            "output {:?} is a copy of parameter {}{argument} ({}): {why}",
+            self.output_index,
+            self.parameter,
+            human_bytes(self.bytes)
+        )
+    }
+
+    pub fn fix(&self) -> String {
+        "do not return the input from the jitted function: the caller can keep using the array it passed in".into()
+    }
+}
 
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let entry = module.entry();
@@ -46,27 +86,16 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             .input_output_alias
             .iter()
             .any(|a| a.parameter == number);
-        let argument = module
-            .op_name(source)
-            .map(|a| format!(" `{a}`"))
-            .unwrap_or_default();
-        let why = if donated {
-            "it is donated and its buffer receives another output, so the old value must be copied out first"
-        } else {
-            "the caller already holds it, and an output needs a buffer of its own"
-        };
-        let mut f = Finding::new(
-            "HM004",
-            format!(
-                "output {index:?} is a copy of parameter {number}{argument} ({}): {why}",
-                human_bytes(bytes)
-            ),
+        let evidence = Evidence {
+            output_index: index.clone(),
+            parameter: number,
+            argument: module.op_name(source),
             bytes,
-            "do not return the input from the jitted function: the caller can keep using the array it passed in"
-                .into(),
-        )
-        .at(module, out)
-        .parameter(module, number);
+            donated,
+        };
+        let mut f = Finding::new(super::Evidence::OutputCopiesParameter(evidence), bytes)
+            .at(module, out)
+            .parameter(module, number);
         f.output_index = Some(index);
         findings.push(f);
     }

@@ -3,13 +3,104 @@
 //! look like activations saved for the backward pass (rematerialization
 //! candidates) and which are broadcasts or constants made concrete.
 
-use super::Finding;
+use serde::Serialize;
+
+use super::{Finding, InstrRef};
 use crate::analysis::{BufferKind, MemoryModel};
 use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
 
 /// How many temporaries the evidence lists.
 const LISTED: usize = 5;
+
+/// HM005's facts: the temporaries' share of device memory and the largest
+/// temporaries live at the peak.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub temp_bytes: u64,
+    pub device_bytes: u64,
+    pub largest: Vec<Temporary>,
+    /// Bytes of `largest` that are activations saved for the backward pass.
+    pub activation_bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Temporary {
+    pub bytes: u64,
+    pub shape: String,
+    pub instruction: InstrRef,
+    pub kind: TempKind,
+}
+
+/// What a large temporary looks like it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TempKind {
+    Broadcast,
+    Constant,
+    /// A forward value still live while the backward pass runs.
+    SavedActivation,
+    Intermediate,
+}
+
+impl TempKind {
+    fn words(self) -> &'static str {
+        match self {
+            TempKind::Broadcast => "a broadcast made concrete",
+            TempKind::Constant => "a constant",
+            TempKind::SavedActivation => {
+                "an activation saved for the backward pass (rematerialization candidate)"
+            }
+            TempKind::Intermediate => "an intermediate value",
+        }
+    }
+}
+
+impl Evidence {
+    pub fn message(&self) -> String {
+        let percent = self.temp_bytes as f64 * 100.0 / self.device_bytes.max(1) as f64;
+        format!(
+            "temporaries take {} of the {} this module needs ({percent:.0}%)",
+            human_bytes(self.temp_bytes),
+            human_bytes(self.device_bytes)
+        )
+    }
+
+    pub fn fix(&self) -> String {
+        if self.activation_bytes > 0 {
+            "rematerialize: wrap layers in jax.checkpoint so saved activations are recomputed in the backward pass"
+                .into()
+        } else {
+            "look at the largest temporaries below: chunk the computation (lax.map, scan) or keep broadcasts fused"
+                .into()
+        }
+    }
+
+    pub fn details(&self) -> Vec<String> {
+        self.largest
+            .iter()
+            .map(|t| {
+                let what = t
+                    .instruction
+                    .op_name
+                    .clone()
+                    .unwrap_or_else(|| t.instruction.name.clone());
+                let at = t
+                    .instruction
+                    .source
+                    .as_ref()
+                    .map(|l| format!(" at {l}"))
+                    .unwrap_or_default();
+                format!(
+                    "{} {} {what}{at}: {}",
+                    human_bytes(t.bytes),
+                    t.shape,
+                    t.kind.words()
+                )
+            })
+            .collect()
+    }
+}
 
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     // Device memory only: on TPU the on-chip spaces (VMEM...) are not what
@@ -36,64 +127,45 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 .is_some_and(|a| in_device(&model.assignment.allocations[a]))
         })
         .collect();
-    let mut evidence = Vec::new();
+    let mut listed = Vec::new();
     let mut activations = 0u64;
+    // Forward values still live while the backward pass (`transpose(...)` in
+    // JAX's op names) runs are the activations autodiff saved.
+    let peak_op = model
+        .peak
+        .instruction
+        .and_then(|i| module.op_name(i))
+        .unwrap_or_default();
     for b in temps.iter().take(LISTED) {
-        let op = module.op_name(b.instruction).unwrap_or_default();
+        let at = InstrRef::of(module, b.instruction);
+        let op = at.op_name.clone().unwrap_or_default();
         let instr = module.instr(b.instruction);
-        // Forward values still live while the backward pass (`transpose(...)` in
-        // JAX's op names) runs are the activations autodiff saved.
-        let peak_op = model
-            .peak
-            .instruction
-            .and_then(|i| module.op_name(i))
-            .unwrap_or_default();
         let kind = if instr.opcode == Opcode::Broadcast || op.contains("broadcast") {
-            "a broadcast made concrete"
+            TempKind::Broadcast
         } else if instr.opcode == Opcode::Constant {
-            "a constant"
+            TempKind::Constant
         } else if !op.contains("transpose(") && peak_op.contains("transpose(") {
             activations += b.bytes;
-            "an activation saved for the backward pass (rematerialization candidate)"
+            TempKind::SavedActivation
         } else {
-            "an intermediate value"
+            TempKind::Intermediate
         };
-        let at = module
-            .source_location(b.instruction)
-            .map(|l| format!(" at {l}"))
-            .unwrap_or_default();
-        evidence.push(format!(
-            "{} {} {}{}: {kind}",
-            human_bytes(b.bytes),
-            module.instr(b.instruction).shape,
-            if op.is_empty() {
-                instr.name.clone()
-            } else {
-                op
-            },
-            at
-        ));
+        listed.push(Temporary {
+            bytes: b.bytes,
+            shape: instr.shape.to_string(),
+            instruction: at,
+            kind,
+        });
     }
-    let percent = temp_bytes as f64 * 100.0 / device_bytes as f64;
-    let mut f = Finding::new(
-        "HM005",
-        format!(
-            "temporaries take {} of the {} this module needs ({percent:.0}%)",
-            human_bytes(temp_bytes),
-            human_bytes(device_bytes)
-        ),
+    let evidence = Evidence {
         temp_bytes,
-        if activations > 0 {
-            "rematerialize: wrap layers in jax.checkpoint so saved activations are recomputed in the backward pass"
-                .into()
-        } else {
-            "look at the largest temporaries below: chunk the computation (lax.map, scan) or keep broadcasts fused"
-                .into()
-        },
-    );
+        device_bytes,
+        largest: listed,
+        activation_bytes: activations,
+    };
+    let mut f = Finding::new(super::Evidence::TempsDominate(evidence), temp_bytes);
     if let Some(first) = temps.first() {
         f = f.at(module, first.instruction);
     }
-    f.evidence = evidence;
     vec![f]
 }

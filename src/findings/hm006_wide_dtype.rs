@@ -1,6 +1,8 @@
 //! HM006 wide-dtype: 64-bit floating-point and complex buffers (JAX with
 //! `jax_enable_x64`) take twice the memory of their 32-bit forms.
 
+use serde::Serialize;
+
 use super::Finding;
 use crate::analysis::MemoryModel;
 use crate::hlo::{ElementType, Module, Shape};
@@ -8,6 +10,45 @@ use crate::units::human_bytes;
 
 fn is_wide(shape: &Shape) -> bool {
     matches!(shape, Shape::Array(a) if matches!(a.element, ElementType::F64 | ElementType::C128))
+}
+
+/// HM006's facts: the 64-bit buffers live at the peak.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub count: usize,
+    /// Their bytes together; 32-bit types would save half.
+    pub bytes: u64,
+    /// The largest of them.
+    pub largest: Vec<WideBuffer>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WideBuffer {
+    pub bytes: u64,
+    pub shape: String,
+}
+
+impl Evidence {
+    pub fn message(&self) -> String {
+        format!(
+            "{} buffers live at the peak are 64-bit ({}); 32-bit types would save {}",
+            self.count,
+            human_bytes(self.bytes),
+            human_bytes(self.bytes / 2)
+        )
+    }
+
+    pub fn fix(&self) -> String {
+        "use float32/complex64: leave jax_enable_x64 off, or cast with .astype(jnp.float32) where 64 bits are not needed"
+            .into()
+    }
+
+    pub fn details(&self) -> Vec<String> {
+        self.largest
+            .iter()
+            .map(|b| format!("{} {}", human_bytes(b.bytes), b.shape))
+            .collect()
+    }
 }
 
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
@@ -27,29 +68,20 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     if bytes == 0 {
         return Vec::new();
     }
-    let mut f = Finding::new(
-        "HM006",
-        format!(
-            "{} buffers live at the peak are 64-bit ({}); 32-bit types would save {}",
-            wide.len(),
-            human_bytes(bytes),
-            human_bytes(bytes / 2)
-        ),
-        bytes / 2,
-        "use float32/complex64: leave jax_enable_x64 off, or cast with .astype(jnp.float32) where 64 bits are not needed"
-            .into(),
-    )
-    .at(module, wide[0].instruction);
-    f.evidence = wide
-        .iter()
-        .take(5)
-        .map(|b| {
-            format!(
-                "{} {}",
-                human_bytes(b.bytes),
-                module.instr(b.instruction).shape
-            )
-        })
-        .collect();
-    vec![f]
+    let evidence = Evidence {
+        count: wide.len(),
+        bytes,
+        largest: wide
+            .iter()
+            .take(5)
+            .map(|b| WideBuffer {
+                bytes: b.bytes,
+                shape: module.instr(b.instruction).shape.to_string(),
+            })
+            .collect(),
+    };
+    vec![
+        Finding::new(super::Evidence::WideDtype(evidence), bytes / 2)
+            .at(module, wide[0].instruction),
+    ]
 }

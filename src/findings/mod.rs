@@ -99,46 +99,151 @@ pub struct ParameterRef {
     pub argument: Option<String>,
 }
 
+/// An instruction as a finding cites it: its name in the dump, its JAX
+/// operation and the user's source line, when the dump has them.
 #[derive(Debug, Clone, Serialize)]
+pub struct InstrRef {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub op_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl InstrRef {
+    pub fn of(module: &Module, id: InstrId) -> InstrRef {
+        let (op_name, source) = module.origin(id);
+        InstrRef {
+            name: module.instr(id).name.clone(),
+            op_name,
+            source: source.map(|l| l.to_string()),
+        }
+    }
+
+    /// `fusion.3 at model.py:12`.
+    pub fn describe_at(&self) -> String {
+        match &self.source {
+            Some(l) => format!("{} at {l}", self.name),
+            None => self.name.clone(),
+        }
+    }
+
+    /// `fusion.3 (jit(f)/add) at model.py:12`.
+    pub fn describe(&self) -> String {
+        let op = self
+            .op_name
+            .as_ref()
+            .map(|o| format!(" ({o})"))
+            .unwrap_or_default();
+        let at = self
+            .source
+            .as_ref()
+            .map(|l| format!(" at {l}"))
+            .unwrap_or_default();
+        format!("{}{op}{at}", self.name)
+    }
+}
+
+/// What a finding found, as data: each rule's own facts, with exact bytes,
+/// shapes and the instructions involved. The words (message, fix, details)
+/// are functions of it, called by the report and the renderers.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "rule", rename_all = "kebab-case")]
+pub enum Evidence {
+    NotDonated(hm001_not_donated::Evidence),
+    DonationUnusable(hm002_donation_unusable::Evidence),
+    DonationCopied(hm003_donation_copied::Evidence),
+    OutputCopiesParameter(hm004_output_copies_parameter::Evidence),
+    TempsDominate(hm005_temps_dominate::Evidence),
+    WideDtype(hm006_wide_dtype::Evidence),
+}
+
+impl Evidence {
+    fn code(&self) -> &'static str {
+        match self {
+            Evidence::NotDonated(_) => "HM001",
+            Evidence::DonationUnusable(_) => "HM002",
+            Evidence::DonationCopied(_) => "HM003",
+            Evidence::OutputCopiesParameter(_) => "HM004",
+            Evidence::TempsDominate(_) => "HM005",
+            Evidence::WideDtype(_) => "HM006",
+        }
+    }
+
+    /// One sentence: what is wrong, with the bytes.
+    pub fn message(&self) -> String {
+        match self {
+            Evidence::NotDonated(e) => e.message(),
+            Evidence::DonationUnusable(e) => e.message(),
+            Evidence::DonationCopied(e) => e.message(),
+            Evidence::OutputCopiesParameter(e) => e.message(),
+            Evidence::TempsDominate(e) => e.message(),
+            Evidence::WideDtype(e) => e.message(),
+        }
+    }
+
+    /// What to change in the program.
+    pub fn fix(&self) -> String {
+        match self {
+            Evidence::NotDonated(e) => e.fix(),
+            Evidence::DonationUnusable(e) => e.fix(),
+            Evidence::DonationCopied(e) => e.fix(),
+            Evidence::OutputCopiesParameter(e) => e.fix(),
+            Evidence::TempsDominate(e) => e.fix(),
+            Evidence::WideDtype(e) => e.fix(),
+        }
+    }
+
+    /// The supporting facts, one line each.
+    pub fn details(&self) -> Vec<String> {
+        match self {
+            Evidence::NotDonated(e) => e.details(),
+            Evidence::DonationUnusable(_) | Evidence::OutputCopiesParameter(_) => Vec::new(),
+            Evidence::DonationCopied(e) => e.details(),
+            Evidence::TempsDominate(e) => e.details(),
+            Evidence::WideDtype(e) => e.details(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
 pub struct Finding {
     pub code: &'static str,
     pub name: &'static str,
     pub severity: Severity,
-    pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub parameter: Option<ParameterRef>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_index: Option<Vec<u64>>,
     /// The instruction the finding is about.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
     /// Bytes at stake: what the fix would save.
     pub bytes: u64,
     /// `file:line` of the instruction, when the dump says.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    /// Further facts: shapes, the instructions involved, their lines.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub evidence: Vec<String>,
-    pub fix: String,
+    pub evidence: Evidence,
 }
 
 impl Finding {
-    fn new(code: &str, message: String, bytes: u64, fix: String) -> Finding {
-        let rule = rule(code).expect("findings use codes from CODES");
+    fn new(evidence: Evidence, bytes: u64) -> Finding {
+        let rule = rule(evidence.code()).expect("findings use codes from CODES");
         Finding {
             code: rule.code,
             name: rule.name,
             severity: rule.severity,
-            message,
             parameter: None,
             output_index: None,
             instruction: None,
             bytes,
             source: None,
-            evidence: Vec::new(),
-            fix,
+            evidence,
         }
+    }
+
+    pub fn message(&self) -> String {
+        self.evidence.message()
+    }
+
+    pub fn fix(&self) -> String {
+        self.evidence.fix()
     }
 
     fn at(mut self, module: &Module, instr: InstrId) -> Finding {
@@ -224,13 +329,14 @@ pub fn jax_arguments(module: &Module) -> Vec<Option<(String, usize)>> {
         .collect()
 }
 
-/// `donate_argnums=(1,)` / `donate_argnames="params"` advice for a parameter.
-pub fn donate_fix(module: &Module, number: u64) -> String {
-    match jax_argument(module, number) {
+/// `donate_argnums=(1,)` / `donate_argnames="params"` advice for a
+/// parameter, given its JAX argument (name and position), if known.
+pub fn donate_fix(number: u64, argument: Option<&(String, usize)>) -> String {
+    match argument {
         Some((name, index)) => format!(
             "donate it: jax.jit(f, donate_argnums={index}) (argument `{name}`, if it is the {} positional argument), \
              or donate_argnames=\"{name}\"",
-            ordinal(index)
+            ordinal(*index)
         ),
         None => format!("donate parameter {number}: jax.jit(f, donate_argnums=...) naming that argument"),
     }

@@ -26,9 +26,9 @@ fn hm001_when_an_output_could_take_an_input_buffer() {
     assert_eq!(hm001[0].bytes, 4096, "the what-if saves the output's 4 KiB");
     assert_eq!(hm001[0].parameter.as_ref().unwrap().number, 0);
     assert!(
-        hm001[0].fix.contains("donate_argnums=0"),
+        hm001[0].fix().contains("donate_argnums=0"),
         "{}",
-        hm001[0].fix
+        hm001[0].fix()
     );
 }
 
@@ -63,9 +63,9 @@ fn hm002_for_a_donor_no_output_can_use() {
     let f = findings(text);
     let hm002 = f.iter().find(|f| f.code == "HM002").expect("HM002");
     assert!(
-        hm002.message.contains("no output has its size"),
+        hm002.message().contains("no output has its size"),
         "{}",
-        hm002.message
+        hm002.message()
     );
     assert_eq!(hm002.bytes, 4096);
 }

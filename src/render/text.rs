@@ -341,7 +341,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 (Some(i), None) => writeln!(out, "      at {i}")?,
                 _ => {}
             }
-            for e in &f.evidence {
+            for e in &f.details {
                 writeln!(out, "      - {}", one_line(e))?;
             }
             writeln!(out, "      fix: {}", f.fix)?;

@@ -79,7 +79,7 @@ pub struct ModuleReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// What wastes memory, most bytes first (`hlomem explain-code CODE`).
-    pub findings: Vec<crate::findings::Finding>,
+    pub findings: Vec<FindingReport>,
     /// With `--verify`: where hlomem and XLA's own reports disagree.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::analysis::verify::Verification>,
@@ -213,11 +213,58 @@ pub struct AliasedParameter {
     pub index: Vec<u64>,
 }
 
+/// A finding as reports show it: the rule, the bytes at stake, where, the
+/// words (message, fix, details) and the typed evidence they are made from.
+#[derive(Debug, Serialize)]
+pub struct FindingReport {
+    pub code: &'static str,
+    pub name: &'static str,
+    pub severity: crate::findings::Severity,
+    /// Bytes at stake: what the fix would save.
+    pub bytes: u64,
+    pub message: String,
+    pub fix: String,
+    /// Supporting facts, one line each, for people.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<crate::findings::ParameterRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_index: Option<Vec<u64>>,
+    /// The instruction the finding is about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    /// `file:line` of the instruction, when the dump says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The same facts as data, per rule (`"rule": "not-donated"`, ...).
+    pub evidence: crate::findings::Evidence,
+}
+
+impl From<crate::findings::Finding> for FindingReport {
+    fn from(f: crate::findings::Finding) -> FindingReport {
+        FindingReport {
+            code: f.code,
+            name: f.name,
+            severity: f.severity,
+            bytes: f.bytes,
+            message: f.message(),
+            fix: f.fix(),
+            details: f.evidence.details(),
+            parameter: f.parameter,
+            output_index: f.output_index,
+            instruction: f.instruction,
+            source: f.source,
+            evidence: f.evidence,
+        }
+    }
+}
+
 impl ModuleReport {
     /// Adds the module's findings, most bytes at stake first (the pipeline
     /// computes them beside the rest of the report).
     pub fn with_findings(mut self, findings: Vec<crate::findings::Finding>) -> ModuleReport {
-        self.findings = findings;
+        self.findings = findings.into_iter().map(FindingReport::from).collect();
         self
     }
 
