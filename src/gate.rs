@@ -12,16 +12,16 @@ fn devices(m: &ModuleReport) -> u64 {
 }
 
 /// What `check` compares and what it found.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CheckResult {
     /// `--budget`, if given.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_bytes: Option<u64>,
     /// The budget is for the whole program over all its devices
     /// (`--whole-program`); by default it is one device's memory.
     pub whole_program: bool,
     /// The finding codes `--fail-on` named (`HM003`), as given.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fail_on: Vec<String>,
     pub modules: Vec<CheckedModule>,
     /// Files that could not be analyzed.
@@ -44,7 +44,7 @@ impl CheckResult {
 }
 
 /// Which memory a module's figure is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemoryKind {
     /// TPU high-bandwidth memory (on-chip VMEM and SMEM do not count).
@@ -63,7 +63,7 @@ impl MemoryKind {
 }
 
 /// A finding as the gate cites it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FindingRef {
     pub code: &'static str,
     pub name: &'static str,
@@ -83,7 +83,7 @@ impl FindingRef {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct CheckedModule {
     pub key: String,
     pub name: String,
@@ -95,13 +95,13 @@ pub struct CheckedModule {
     pub memory: MemoryKind,
     pub devices: u64,
     /// How far over the budget.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_by: Option<u64>,
     /// Findings named by `--fail-on` that this module has.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failing_findings: Vec<FindingRef>,
     /// Its other largest findings, which do not fail the check.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub other_findings: Vec<FindingRef>,
 }
 
@@ -161,10 +161,10 @@ pub fn check(
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct DiffReport {
     /// `--fail-over`: the growth of a module's total that fails the diff.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fail_over: Option<u64>,
     /// No module grew by more than `fail_over`.
     pub passed: bool,
@@ -175,7 +175,7 @@ pub struct DiffReport {
     pub added: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ModuleDiff {
     pub name: String,
     pub old_file: String,
@@ -194,7 +194,7 @@ pub struct ModuleDiff {
     pub findings_appeared: Vec<String>,
     pub findings_gone: Vec<String>,
     /// How far the growth of `total_bytes` passes `--fail-over`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_limit_by: Option<u64>,
 }
 

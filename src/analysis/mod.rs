@@ -39,7 +39,7 @@ pub struct MemoryModel {
 
 /// XLA's figures: `compiled.memory_analysis()` and the buffer assignment's
 /// "Total bytes used".
-#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct Totals {
     /// Entry parameters' allocations (`argument_size_in_bytes`).
     pub argument_bytes: u64,
@@ -68,7 +68,7 @@ pub struct Totals {
 }
 
 /// One memory space's share of the allocations.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct SpaceBytes {
     pub color: u64,
     /// As XLA's memory-usage report names it (`default`, `vmem`, `smem`, ...).
@@ -101,7 +101,7 @@ pub struct PeakBuffer {
     pub kind: BufferKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum BufferKind {
     Parameter = 0,

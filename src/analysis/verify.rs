@@ -12,7 +12,7 @@ use super::MemoryModel;
 use crate::hlo::Module;
 use crate::xla_report::XlaReports;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Verification {
     /// XLA's report files that were read.
     pub files: Vec<String>,
@@ -20,11 +20,11 @@ pub struct Verification {
     pub checked: usize,
     pub disagreements: Vec<Disagreement>,
     /// Why some comparisons were skipped.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Disagreement {
     pub what: String,
     pub hlomem: String,

@@ -3,6 +3,7 @@
 //! into the library's type (a variant added on one side only does not compile).
 
 use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat};
+use hlomem::report::schema::Document;
 use hlomem::target::{Backend, TpuVersion};
 
 macro_rules! mirror {
@@ -73,4 +74,9 @@ mirror! {
 mirror! {
     /// `--tpu`.
     TpuArg => TpuVersion { V4, V5e, V5p, V6e }
+}
+
+mirror! {
+    /// `schema COMMAND`.
+    DocumentArg => Document { Analyze, Check, Diff, Explain }
 }

@@ -12,7 +12,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use hlomem::render::RenderOptions;
 
-use self::args::{AnalyzeFormatArg, BackendArg, ExplainFormatArg, GateFormatArg, TpuArg};
+use self::args::{
+    AnalyzeFormatArg, BackendArg, DocumentArg, ExplainFormatArg, GateFormatArg, TpuArg,
+};
 
 mod analyze;
 mod args;
@@ -140,6 +142,11 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormatArg::Text)]
         format: ExplainFormatArg,
     },
+    /// Print the JSON Schema of a command's `--format json` output.
+    Schema {
+        #[arg(value_enum)]
+        command: DocumentArg,
+    },
     /// Print the long explanation of a finding code (HM001...), or list them all.
     ExplainCode {
         /// A code (`HM001`) or name (`not-donated`); nothing lists every code.
@@ -247,6 +254,17 @@ pub fn run() -> ExitCode {
             term.stderr_color,
         ),
         Command::ExplainCode { code } => explain_code(code.as_deref()),
+        Command::Schema { command } => {
+            let document: hlomem::report::schema::Document = command.into();
+            let schema = document.schema();
+            match write_out(|out| {
+                serde_json::to_writer_pretty(&mut *out, &schema)?;
+                writeln!(out)
+            }) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
     };
     ExitCode::from(code)
 }

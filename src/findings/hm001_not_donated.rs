@@ -18,25 +18,25 @@ use crate::units::human_bytes;
 
 /// HM001's facts: one Python argument (or parameter) whose arrays outputs
 /// could reuse, and what donating it saves.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     /// The JAX argument (`params`), when the dump names it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
     /// Its position among the jitted function's arguments (`donate_argnums`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argnum: Option<usize>,
     /// Each of its arrays an output could reuse.
     pub reuses: Vec<Reuse>,
     /// Parameters XLA would copy before overwriting them, even when donated.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copied_first: Vec<CopiedFirst>,
     /// "Total bytes used" minus the same with the donation (a what-if run).
     pub saving_bytes: u64,
 }
 
 /// A parameter's buffer an output could be written into.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Reuse {
     pub parameter: u64,
     /// `op_name` of the parameter (its JAX path), else its HLO name.
@@ -49,7 +49,7 @@ pub struct Reuse {
 
 /// A parameter copy insertion would keep: `reader` reads it and need not run
 /// before `writer` overwrites it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CopiedFirst {
     pub parameter: u64,
     pub parameter_name: String,
@@ -230,7 +230,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
 }
 
 /// An output that could live in an input's buffer, but the input is not donated.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
 pub struct DonationCandidate {
     pub parameter: u64,
     pub argument: String,

@@ -11,11 +11,11 @@ use crate::hlo::Module;
 use crate::units::human_bytes;
 
 /// HM002's facts: a donated parameter no output can take.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub parameter: u64,
     /// The JAX argument path (`op_name`), when the dump has it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
     pub shape: String,
     pub bytes: u64,
@@ -23,7 +23,7 @@ pub struct Evidence {
 }
 
 /// Why no output can use the donated buffer.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Unusable {
     /// The function never reads the argument.
@@ -35,7 +35,7 @@ pub enum Unusable {
 }
 
 /// A shape and its bytes on the target.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct SizedShape {
     pub shape: String,
     pub bytes: u64,

@@ -42,11 +42,11 @@ fn users(model: &MemoryModel, instr: InstrId) -> Vec<InstrId> {
 }
 
 /// HM003's facts: a donated parameter whose donation saves nothing, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub parameter: u64,
     /// The JAX argument path (`op_name`), when the dump has it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
     pub output_index: Vec<u64>,
     /// Bytes of temporaries the copy takes: what the donation fails to save.
@@ -54,7 +54,7 @@ pub struct Evidence {
     pub how: Copied,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Copied {
     /// The parameter's old value is copied before the output overwrites it.

@@ -11,12 +11,12 @@ use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
 
 /// HM004's facts: an output that is a copy of a parameter.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub output_index: Vec<u64>,
     pub parameter: u64,
     /// The JAX argument path (`op_name`), when the dump has it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
     pub bytes: u64,
     /// The parameter is donated and its buffer receives another output.

@@ -15,7 +15,7 @@ const LISTED: usize = 5;
 
 /// HM005's facts: the temporaries' share of device memory and the largest
 /// temporaries live at the peak.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub temp_bytes: u64,
     pub device_bytes: u64,
@@ -24,7 +24,7 @@ pub struct Evidence {
     pub activation_bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Temporary {
     pub bytes: u64,
     pub shape: String,
@@ -33,7 +33,7 @@ pub struct Temporary {
 }
 
 /// What a large temporary looks like it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum TempKind {
     Broadcast,

@@ -13,7 +13,7 @@ fn is_wide(shape: &Shape) -> bool {
 }
 
 /// HM006's facts: the 64-bit buffers live at the peak.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Evidence {
     pub count: usize,
     /// Their bytes together; 32-bit types would save half.
@@ -22,7 +22,7 @@ pub struct Evidence {
     pub largest: Vec<WideBuffer>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct WideBuffer {
     pub bytes: u64,
     pub shape: String,

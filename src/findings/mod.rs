@@ -18,7 +18,7 @@ pub use hm001_not_donated::{donation_candidates, DonationCandidate};
 use crate::analysis::MemoryModel;
 use crate::hlo::{InstrId, Module};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Info,
@@ -92,7 +92,7 @@ pub fn rule(code: &str) -> Option<&'static Rule> {
 }
 
 /// An entry parameter as the user knows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ParameterRef {
     pub number: u64,
     /// The JAX argument path (`params['w']`), from the parameter's `op_name`.
@@ -101,12 +101,12 @@ pub struct ParameterRef {
 
 /// An instruction as a finding cites it: its name in the dump, its JAX
 /// operation and the user's source line, when the dump has them.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct InstrRef {
     pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
 
@@ -147,7 +147,7 @@ impl InstrRef {
 /// What a finding found, as data: each rule's own facts, with exact bytes,
 /// shapes and the instructions involved. The words (message, fix, details)
 /// are functions of it, called by the report and the renderers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "rule", rename_all = "kebab-case")]
 pub enum Evidence {
     NotDonated(hm001_not_donated::Evidence),

@@ -46,11 +46,11 @@ pub struct StackFrame {
 }
 
 /// A place in the user's program.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SourceLocation {
     pub file: String,
     pub line: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
 }
 

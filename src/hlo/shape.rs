@@ -317,6 +317,20 @@ impl Serialize for Shape {
     }
 }
 
+/// In JSON a shape is its HLO text: `f32[8,128]{1,0}`.
+impl schemars::JsonSchema for Shape {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Shape".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "string",
+            "description": "An HLO shape as XLA prints it, e.g. `f32[8,128]{1,0}`"
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,7 +9,7 @@ use super::model::{Amount, OomMessage, PeakBuffer};
 use crate::analysis::MemoryModel;
 use crate::hlo::{InstrId, Module, Opcode, Shape};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct DumpLinks {
     pub module: String,
     pub file: String,
@@ -19,19 +19,19 @@ pub struct DumpLinks {
     pub donation_candidates: Vec<crate::findings::DonationCandidate>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkedBuffer {
     /// The message's buffer number.
     pub number: u64,
     pub instruction: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter: Option<u64>,
     /// The JAX argument (`op_name` of the parameter), or the op's name.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub op_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub function: Option<String>,
 }
 

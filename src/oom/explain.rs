@@ -8,7 +8,7 @@ use super::dump::DumpLinks;
 use super::model::*;
 use crate::units::human_bytes;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Explanation {
     pub format: &'static str,
     /// A human description of the format.
@@ -18,20 +18,20 @@ pub struct Explanation {
     pub what_failed: Vec<String>,
     pub stats: Vec<StatExplained>,
     /// How the stats add up.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arithmetic: Option<String>,
     pub buffer_groups: Vec<BufferGroup>,
     /// TPU: memory space, usage against capacity, padding, the tables in words.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tpu: Vec<String>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     pub advice: Vec<Advice>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dump: Option<DumpLinks>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct StatExplained {
     pub name: &'static str,
     pub bytes: u64,
@@ -39,7 +39,7 @@ pub struct StatExplained {
     pub meaning: String,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct BufferGroup {
     pub count: usize,
     pub shape: String,
@@ -51,10 +51,10 @@ pub struct BufferGroup {
     pub parts: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Advice {
     pub action: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saves_bytes: Option<u64>,
     pub why: String,
 }

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 /// A byte count read from a message: exact (`14787872288 bytes`) or rounded
 /// (`13.77GiB`, kept as the nearest byte).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Amount {
     pub bytes: u64,
     pub approximate: bool,
@@ -52,7 +52,7 @@ impl Amount {
 }
 
 /// The message formats hlomem recognizes (named as in the documentation).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum OomFormat {
     /// GPU: `Out of memory while trying to allocate N bytes.` and nothing more.
@@ -109,30 +109,30 @@ impl OomFormat {
 }
 
 /// Everything read from one pasted message.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OomMessage {
     pub format: OomFormat,
     /// The message stops before it is complete (or starts in its middle).
     pub truncated: bool,
     /// What the allocator could not allocate.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requested: Option<Amount>,
     /// `host memory` rather than device memory.
     pub host: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocator: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
     pub stats: Stats,
     pub peak_buffers: Vec<PeakBuffer>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpu: Option<TpuUsage>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
 }
 
 /// The `BufferAssignment stats:` block (GPU).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct Stats {
     pub parameter: Option<Amount>,
     pub constant: Option<Amount>,
@@ -154,7 +154,7 @@ impl Stats {
 }
 
 /// One entry of `Peak buffers:` (GPU) or `Largest program allocations` (TPU).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct PeakBuffer {
     pub number: u64,
     pub size: Option<Amount>,
@@ -169,11 +169,11 @@ pub struct PeakBuffer {
     pub source_line: Option<u64>,
     /// GPU: the opcode (`fusion`); TPU: the instruction text.
     pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplicated_name: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unpadded_size: Option<Amount>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub padding: Option<Amount>,
     /// The entry ended with its `=====` line (else it was cut off).
     #[serde(skip)]
@@ -181,7 +181,7 @@ pub struct PeakBuffer {
 }
 
 /// TPU usage figures.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct TpuUsage {
     pub memory_space: Option<String>,
     /// `Used X of Y`: X.
@@ -208,11 +208,11 @@ pub struct TpuUsage {
 }
 
 /// A compiler warning that explains memory pressure.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Warning {
     pub kind: String,
     pub message: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
 }
 

@@ -1,8 +1,12 @@
 use std::io::{self, Write};
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-pub fn render<T: Serialize>(report: &T, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, report)?;
+use crate::report::schema::Versioned;
+
+/// Pretty JSON with `"schema_version"` first.
+pub fn render<T: Serialize + JsonSchema>(report: &T, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &Versioned::new(report))?;
     writeln!(out)
 }

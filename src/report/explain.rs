@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::oom::explain::Explanation;
 use crate::oom::model::{Amount, OomMessage};
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ExplainReport {
     /// The recognized format (`gpu-buffer-assignment`, `tpu-compile`, ...).
     pub format: &'static str,
@@ -22,12 +22,12 @@ pub struct ExplainReport {
     /// Which of `stats` were printed rounded.
     pub approximate: Vec<&'static str>,
     pub peak_buffers: Vec<PeakBufferJson>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpu: Option<TpuJson>,
     pub explanation: Explanation,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PeakBufferJson {
     pub number: u64,
     pub size_bytes: Option<u64>,
@@ -37,13 +37,13 @@ pub struct PeakBufferJson {
     pub source_file: Option<String>,
     pub source_line: Option<u64>,
     pub label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unpadded_size_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub padding_bytes: Option<u64>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TpuJson {
     pub memory_space: Option<String>,
     pub used_bytes: Option<u64>,

@@ -2,6 +2,7 @@
 //! field names here are the public interface; add fields, never rename them.
 
 pub mod explain;
+pub mod schema;
 
 use std::collections::BTreeMap;
 
@@ -10,11 +11,11 @@ use serde::Serialize;
 use crate::hlo::{InstrId, Module, Shape};
 
 /// Everything `hlomem analyze` says about a set of inputs.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     pub modules: Vec<ModuleReport>,
     /// Inputs that could not be read; the others are still reported.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<InputError>,
 }
 
@@ -32,12 +33,12 @@ impl Report {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct InputError {
     pub file: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub column: Option<usize>,
     pub message: String,
     /// The error itself, to render with the source line and a caret.
@@ -45,7 +46,7 @@ pub struct InputError {
     pub error: crate::Error,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ModuleReport {
     pub name: String,
     /// The module's name in its dump folder (`module_0000.jit_fn`).
@@ -76,19 +77,19 @@ pub struct ModuleReport {
     /// Bytes in use over the schedule (downsampled), for charts.
     pub timeline: TimelineReport,
     /// Caveats about the numbers (e.g. an unoptimized module).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// What wastes memory, most bytes first (`hlomem explain-code CODE`).
     pub findings: Vec<FindingReport>,
     /// With `--verify`: where hlomem and XLA's own reports disagree.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<crate::analysis::verify::Verification>,
     /// Opcodes this version of hlomem does not know, with their counts.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_opcodes: BTreeMap<String, usize>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PeakReport {
     /// Position in the flattened schedule.
     pub time: u32,
@@ -111,14 +112,14 @@ impl PeakReport {
 /// position, or per run of positions when there are more than
 /// [`TIMELINE_BUCKETS`] (each bucket then shows its busiest moment, so the
 /// peak survives the downsampling).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TimelineReport {
     /// Positions in the flattened schedule.
     pub length: u32,
     pub buckets: Vec<TimelineBucket>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TimelineBucket {
     /// First and last schedule position of the bucket.
     pub start: u32,
@@ -131,7 +132,7 @@ pub struct TimelineBucket {
     pub constant: u64,
     pub total: u64,
     pub instruction: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }
 
@@ -171,7 +172,7 @@ impl TimelineReport {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PeakBufferReport {
     /// The instruction that defines the buffer.
     pub name: String,
@@ -184,7 +185,7 @@ pub struct PeakBufferReport {
     pub source: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ParameterReport {
     pub number: u64,
     pub name: String,
@@ -196,18 +197,18 @@ pub struct ParameterReport {
     pub source: Option<String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct OutputReport {
     /// Position in the result tuple; `[]` when the result is a single array.
     pub index: Vec<u64>,
     pub shape: Shape,
     pub bytes: u64,
     /// The parameter whose buffer this output lives in (`input_output_alias`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aliases_parameter: Option<AliasedParameter>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct AliasedParameter {
     pub number: u64,
     pub index: Vec<u64>,
@@ -215,7 +216,7 @@ pub struct AliasedParameter {
 
 /// A finding as reports show it: the rule, the bytes at stake, where, the
 /// words (message, fix, details) and the typed evidence they are made from.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct FindingReport {
     pub code: &'static str,
     pub name: &'static str,
@@ -225,17 +226,17 @@ pub struct FindingReport {
     pub message: String,
     pub fix: String,
     /// Supporting facts, one line each, for people.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub details: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter: Option<crate::findings::ParameterRef>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_index: Option<Vec<u64>>,
     /// The instruction the finding is about.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instruction: Option<String>,
     /// `file:line` of the instruction, when the dump says.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
     /// The same facts as data, per rule (`"rule": "not-donated"`, ...).
     pub evidence: crate::findings::Evidence,

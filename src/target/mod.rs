@@ -19,7 +19,7 @@ mod tpu;
 pub use tpu::TpuVersion;
 
 /// The compiler backends whose dumps hlomem reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Backend {
     Cpu,
@@ -53,7 +53,7 @@ impl fmt::Display for Backend {
 }
 
 /// What decided the backend, for the report: a user should be able to check it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "detail")]
 pub enum Evidence {
     /// `--backend` (or the API's `backend=`) said so.
@@ -65,26 +65,26 @@ pub enum Evidence {
 }
 
 /// The backend and the rules that follow from it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Target {
     pub backend: Backend,
     pub evidence: Evidence,
     /// The TPU chip, which sizes tuple tables; `None` off TPU.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpu_version: Option<TpuVersion>,
     /// Where the chip came from.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chip_source: Option<ChipSource>,
     /// A libtpu newer than 0.0.42 (the one JAX 0.10.2 pins) compiled it: its
     /// async copies carry `"dma_priority"` in their backend config. It keeps
     /// scalars out of output allocations and starts an async computation's
     /// result at its async-start (libtpu 0.0.52's reports).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub newer_libtpu: bool,
 }
 
 /// Who named the TPU chip (the HLO text never does).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ChipSource {
     /// The dump folder's `*.target_arguments.txt`.

@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::hlo::{ArrayShape, ElementType, Shape};
 
 /// The TPU generations whose rules differ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TpuVersion {
     V4,

@@ -11,5 +11,6 @@ mod hostile;
 mod html;
 mod parse;
 mod samples;
+mod schema;
 mod support;
 mod verify_reports;

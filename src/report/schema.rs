@@ -1,0 +1,76 @@
+//! The JSON contract: every `--format json` document carries
+//! `"schema_version"`, and its JSON Schema is generated from the report types
+//! (`hlomem schema COMMAND` prints it; `schema/*.schema.json` in the
+//! repository are these, checked by a test). The version goes up when a field
+//! is removed or changes meaning; added fields keep it.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A JSON document: the version, then the command's own fields.
+#[derive(Serialize, JsonSchema)]
+pub struct Versioned<'a, T: JsonSchema> {
+    /// [`SCHEMA_VERSION`] of the hlomem that wrote the document.
+    pub schema_version: u32,
+    #[serde(flatten)]
+    pub body: &'a T,
+}
+
+impl<'a, T: JsonSchema> Versioned<'a, T> {
+    pub fn new(body: &'a T) -> Versioned<'a, T> {
+        Versioned {
+            schema_version: SCHEMA_VERSION,
+            body,
+        }
+    }
+}
+
+/// The commands whose output has a schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Document {
+    Analyze,
+    Check,
+    Diff,
+    Explain,
+}
+
+impl Document {
+    pub const ALL: [Document; 4] = [
+        Document::Analyze,
+        Document::Check,
+        Document::Diff,
+        Document::Explain,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Document::Analyze => "analyze",
+            Document::Check => "check",
+            Document::Diff => "diff",
+            Document::Explain => "explain",
+        }
+    }
+
+    /// The JSON Schema of the command's `--format json` output (what hlomem
+    /// writes: fields it may leave out are not required).
+    pub fn schema(self) -> schemars::Schema {
+        let generator = schemars::generate::SchemaSettings::draft2020_12()
+            .for_serialize()
+            .into_generator();
+        match self {
+            Document::Analyze => {
+                generator.into_root_schema_for::<Versioned<'static, super::Report>>()
+            }
+            Document::Check => {
+                generator.into_root_schema_for::<Versioned<'static, crate::gate::CheckResult>>()
+            }
+            Document::Diff => {
+                generator.into_root_schema_for::<Versioned<'static, crate::gate::DiffReport>>()
+            }
+            Document::Explain => generator
+                .into_root_schema_for::<Versioned<'static, super::explain::ExplainReport>>(),
+        }
+    }
+}
