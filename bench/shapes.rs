@@ -4,47 +4,49 @@
 
 use std::fmt::Write as _;
 
-/// `depth` computations, each calling the next; the entry calls the last.
-pub fn nested_calls(depth: usize) -> String {
-    let mut t = String::from(
-        "HloModule nested_calls, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n\
-         c0 {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n",
-    );
+/// `depth` levels of one construct, each level's computation calling the
+/// one below with `call` (`{inner}` stands for the callee); `level0` is
+/// the innermost computation, `head` what comes before it.
+fn nested(head: &str, level0: &str, shape: &str, call: &str, name: &str, depth: usize) -> String {
+    let mut t = format!("{head}{level0}");
     for i in 1..depth {
         let _ = writeln!(
             t,
-            "c{i} {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
-            i - 1
+            "{name}{i} {{\n  p = {shape} parameter(0)\n  ROOT r = {shape} {}\n}}",
+            call.replace("{inner}", &format!("{name}{}", i - 1))
         );
     }
     let _ = writeln!(
         t,
-        "ENTRY main {{\n  p = f32[4]{{0}} parameter(0)\n  ROOT r = f32[4]{{0}} call(p), to_apply=c{}\n}}",
-        depth - 1
+        "ENTRY main {{\n  p = {shape} parameter(0)\n  ROOT r = {shape} {}\n}}",
+        call.replace("{inner}", &format!("{name}{}", depth - 1))
     );
     t
 }
 
+/// `depth` computations, each calling the next; the entry calls the last.
+pub fn nested_calls(depth: usize) -> String {
+    nested(
+        "HloModule nested_calls, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n",
+        "c0 {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n",
+        "f32[4]{0}",
+        "call(p), to_apply={inner}",
+        "c",
+        depth,
+    )
+}
+
 /// `depth` while loops, each one's body the next loop.
 pub fn nested_whiles(depth: usize) -> String {
-    let mut t = String::from(
+    nested(
         "HloModule nested_whiles, entry_computation_layout={(s32[])->s32[]}\n\n\
-         cond {\n  p = s32[] parameter(0)\n  c = s32[] constant(10)\n  ROOT lt = pred[] compare(p, c), direction=LT\n}\n\n\
-         b0 {\n  p = s32[] parameter(0)\n  one = s32[] constant(1)\n  ROOT a = s32[] add(p, one)\n}\n",
-    );
-    for i in 1..depth {
-        let _ = writeln!(
-            t,
-            "b{i} {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
-            i - 1
-        );
-    }
-    let _ = writeln!(
-        t,
-        "ENTRY main {{\n  p = s32[] parameter(0)\n  ROOT w = s32[] while(p), condition=cond, body=b{}\n}}",
-        depth - 1
-    );
-    t
+         cond {\n  p = s32[] parameter(0)\n  c = s32[] constant(10)\n  ROOT lt = pred[] compare(p, c), direction=LT\n}\n\n",
+        "b0 {\n  p = s32[] parameter(0)\n  one = s32[] constant(1)\n  ROOT a = s32[] add(p, one)\n}\n",
+        "s32[]",
+        "while(p), condition=cond, body={inner}",
+        "b",
+        depth,
+    )
 }
 
 /// `n` instructions, each the only user of the one before: all share one buffer.

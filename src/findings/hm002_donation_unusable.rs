@@ -59,11 +59,7 @@ impl Evidence {
                 outputs.join(", ")
             ),
         };
-        let argument = self
-            .argument
-            .as_ref()
-            .map(|a| format!(" `{a}`"))
-            .unwrap_or_default();
+        let argument = super::quoted(&self.argument);
         format!(
             "parameter {}{argument} ({}) is donated but no output can use its buffer: {reason}",
             self.parameter, self.shape

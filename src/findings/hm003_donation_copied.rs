@@ -73,11 +73,7 @@ pub enum Copied {
 
 impl Evidence {
     pub fn message(&self) -> String {
-        let argument = self
-            .argument
-            .as_ref()
-            .map(|a| format!(" `{a}`"))
-            .unwrap_or_default();
+        let argument = super::quoted(&self.argument);
         match &self.how {
             Copied::OldValueSaved {
                 writer, blocking, ..

@@ -25,11 +25,7 @@ pub struct Evidence {
 
 impl Evidence {
     pub fn message(&self) -> String {
-        let argument = self
-            .argument
-            .as_ref()
-            .map(|a| format!(" `{a}`"))
-            .unwrap_or_default();
+        let argument = super::quoted(&self.argument);
         let why = if self.donated {
             "it is donated and its buffer receives another output, so the old value must be copied out first"
         } else {

@@ -99,6 +99,15 @@ pub struct ParameterRef {
     pub argument: Option<String>,
 }
 
+/// `` `params['w']` `` with a leading space, or nothing without an argument
+/// name: the way messages name a parameter's JAX argument.
+fn quoted(argument: &Option<String>) -> String {
+    argument
+        .as_ref()
+        .map(|a| format!(" `{a}`"))
+        .unwrap_or_default()
+}
+
 /// An instruction as a finding cites it: its name in the dump, its JAX
 /// operation and the user's source line, when the dump has them.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -126,23 +126,7 @@ fn corpus_accelerator_memory_equals_xla() {
         let memory = &report.modules[0].memory;
         let ma = &m.truth["memory_analysis"];
         let tpu = m.truth["backend"] == "tpu";
-        let mut pairs = vec![
-            (
-                "argument",
-                memory.argument_bytes,
-                ma["argument_size_in_bytes"].as_u64(),
-            ),
-            (
-                "output",
-                memory.output_bytes,
-                ma["output_size_in_bytes"].as_u64(),
-            ),
-            (
-                "alias",
-                memory.alias_bytes,
-                ma["alias_size_in_bytes"].as_u64(),
-            ),
-        ];
+        let mut pairs = crate::support::memory_analysis_pairs(memory, ma);
         if !tpu {
             // TPU's memory_analysis() temp comes from later compiler stages.
             pairs.push(("temp", memory.temp_bytes, ma["temp_size_in_bytes"].as_u64()));

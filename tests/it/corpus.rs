@@ -150,29 +150,15 @@ fn corpus_memory_accounting_equals_xla() {
         let memory = hlomem::pipeline::summarize(&hlomem::load_module(&lone).unwrap()).memory;
         std::fs::remove_file(&lone).unwrap();
         let ma = &expected["memory_analysis"];
-        let pairs = [
-            (
-                "argument",
-                memory.argument_bytes,
-                ma["argument_size_in_bytes"].as_u64(),
-            ),
-            (
-                "output",
-                memory.output_bytes,
-                ma["output_size_in_bytes"].as_u64(),
-            ),
-            (
-                "alias",
-                memory.alias_bytes,
-                ma["alias_size_in_bytes"].as_u64(),
-            ),
+        let mut pairs = crate::support::memory_analysis_pairs(&memory, ma);
+        pairs.extend([
             ("temp", memory.temp_bytes, ma["temp_size_in_bytes"].as_u64()),
             (
                 "total",
                 memory.total_bytes,
                 expected["total_bytes_used"].as_u64(),
             ),
-        ];
+        ]);
         let wrong: Vec<String> = pairs
             .iter()
             .filter(|(_, ours, theirs)| Some(*ours) != *theirs)

@@ -104,3 +104,28 @@ pub fn run_hlomem(args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// hlomem's argument, output and alias bytes beside `memory_analysis()`'s
+/// (`ma`, as `truth.json` holds it): `(what, hlomem, XLA)`.
+pub fn memory_analysis_pairs(
+    memory: &hlomem::analysis::Totals,
+    ma: &serde_json::Value,
+) -> Vec<(&'static str, u64, Option<u64>)> {
+    vec![
+        (
+            "argument",
+            memory.argument_bytes,
+            ma["argument_size_in_bytes"].as_u64(),
+        ),
+        (
+            "output",
+            memory.output_bytes,
+            ma["output_size_in_bytes"].as_u64(),
+        ),
+        (
+            "alias",
+            memory.alias_bytes,
+            ma["alias_size_in_bytes"].as_u64(),
+        ),
+    ]
+}
