@@ -8,7 +8,8 @@ fuzz_target!(|data: &[u8]| {
     if let Some(message) = hlomem::oom::read(&text) {
         let explanation = hlomem::oom::explain::explain(&message, None);
         let report = hlomem::report::explain::ExplainReport::build(&message, explanation);
-        for format in [hlomem::render::Format::Text, hlomem::render::Format::Json, hlomem::render::Format::Markdown] {
+        use hlomem::render::ExplainFormat;
+        for format in [ExplainFormat::Text, ExplainFormat::Json, ExplainFormat::Markdown] {
             let _ = hlomem::render::render_explain(&report, format, Default::default(), &mut std::io::sink());
         }
     }
