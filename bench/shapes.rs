@@ -84,3 +84,19 @@ pub fn wide_concatenate(n: usize) -> String {
          ROOT c = f32[{n}]{{0}} concatenate({operands}), dimensions={{0}}\n}}\n"
     )
 }
+
+/// `n` outputs, each computed from the one parameter: `n` output
+/// allocations that every later output would otherwise test.
+pub fn many_outputs(n: usize) -> String {
+    let shapes = vec!["f32[16]{0}"; n].join(", ");
+    let mut t = format!(
+        "HloModule many_outputs, is_scheduled=true, entry_computation_layout={{(f32[16]{{0}})->({shapes})}}\n\n\
+         ENTRY main {{\n  p = f32[16]{{0}} parameter(0)\n"
+    );
+    for i in 0..n {
+        let _ = writeln!(t, "  v{i} = f32[16]{{0}} negate(p)");
+    }
+    let names: Vec<String> = (0..n).map(|i| format!("v{i}")).collect();
+    let _ = writeln!(t, "  ROOT r = ({shapes}) tuple({})\n}}", names.join(", "));
+    t
+}

@@ -16,7 +16,7 @@ fn analyze(text: &str) -> u64 {
 
 fn adversarial(c: &mut Criterion) {
     type Make = fn(usize) -> String;
-    let cases: [(&str, Make, [usize; 2]); 5] = [
+    let cases: [(&str, Make, [usize; 2]); 6] = [
         ("chain", shapes::chain, [20_000, 60_000]),
         ("fan-out", shapes::fan_out, [20_000, 60_000]),
         ("nested-calls", shapes::nested_calls, [6_667, 20_000]),

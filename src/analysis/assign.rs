@@ -7,6 +7,8 @@
 //! rest are temporaries, packed by the heap simulator into one block, to which
 //! the temporary tuple tables are appended.
 
+use std::collections::BTreeSet;
+
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
@@ -154,6 +156,11 @@ pub fn assign(
     };
     // Live ranges of what each allocation holds, for the interference check.
     let mut occupancy: Vec<Occupancy> = Vec::new();
+    // Reusable allocations a buffer living to the program's end may still
+    // join: the others hold such a buffer already (thousands of outputs would
+    // otherwise each test thousands of output allocations).
+    let program_end = ranges.iter().flatten().map(|r| r.end).max().unwrap_or(0);
+    let mut open_to_outputs: BTreeSet<usize> = BTreeSet::new();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {
@@ -232,11 +239,21 @@ pub fn assign(
                 held
             })
             .collect();
-        occupancy.extend(held);
+        for held in held {
+            let a = occupancy.len();
+            if allocations[a].reusable && !held.closed_to_outputs(program_end) {
+                open_to_outputs.insert(a);
+            }
+            occupancy.push(held);
+        }
+        let reaches_end = buffer.values.iter().any(|v| {
+            ranges[v.index()].is_some_and(|r| r.end == program_end && r.start < program_end)
+        });
         if let Some(a) = find_reusable(
             &check,
             &allocations,
             &occupancy,
+            reaches_end.then_some(&open_to_outputs),
             &allocation_of,
             (b, color_of[b.index()]),
             lo,
@@ -244,6 +261,9 @@ pub fn assign(
             allocations[a].buffers.push(b);
             allocation_of[b.index()] = Some(a);
             occupancy[a].add(dataflow, ranges, b);
+            if occupancy[a].closed_to_outputs(program_end) {
+                open_to_outputs.remove(&a);
+            }
             continue;
         }
         if !lo {
@@ -412,6 +432,7 @@ fn find_reusable(
     check: &Interference,
     allocations: &[Allocation],
     occupancy: &[Occupancy],
+    open_to_outputs: Option<&BTreeSet<usize>>,
     allocation_of: &[Option<usize>],
     (b, color): (BufferId, u64),
     live_out: bool,
@@ -461,5 +482,9 @@ fn find_reusable(
             }
         }
     }
-    (0..allocations.len()).rev().find(|&a| fits(a))
+    match open_to_outputs {
+        // The others would fail the interference check.
+        Some(open) => open.iter().rev().copied().find(|&a| fits(a)),
+        None => (0..allocations.len()).rev().find(|&a| fits(a)),
+    }
 }

@@ -19,15 +19,30 @@ use crate::target::Target;
 pub struct Occupancy {
     /// `start..end + 1` (live ranges are inclusive) → values with that range.
     ranges: IntervalMap<u64, Vec<ValueId>>,
+    /// The range of a value that lives longest (the latest end). Buffers that
+    /// live to the end of the program (outputs) overlap it strictly; testing
+    /// it first saves the tree query when thousands of outputs each try
+    /// thousands of output allocations.
+    tail: Option<LiveRange>,
 }
 
 impl Occupancy {
+    /// Whether a value here lives from before `end` to `end`, the last step
+    /// of the program: then every other buffer that lives to `end` from
+    /// before it overlaps it strictly and can never move in.
+    pub fn closed_to_outputs(&self, end: u32) -> bool {
+        self.tail.is_some_and(|t| t.end == end && t.start < end)
+    }
+
     /// Records a buffer's values as living in this allocation.
     pub fn add(&mut self, dataflow: &Dataflow, ranges: &[Option<LiveRange>], b: BufferId) {
         for &v in &dataflow.buffers[b.index()].values {
             let Some(r) = ranges[v.index()] else {
                 continue;
             };
+            if self.tail.is_none_or(|t| r.end > t.end) {
+                self.tail = Some(r);
+            }
             let key = u64::from(r.start)..u64::from(r.end) + 1;
             match self.ranges.get_mut(key.clone()) {
                 Some(values) => values.push(v),
@@ -56,6 +71,13 @@ impl Interference<'_> {
             let Some(rb) = self.ranges[vb.index()] else {
                 return false;
             };
+            // Ranges that overlap without either ending where the other
+            // starts cannot be a handover: they interfere, whatever the values.
+            let strictly_overlaps =
+                |ra: LiveRange| ra.overlaps(&rb) && ra.end != rb.start && rb.end != ra.start;
+            if occupancy.tail.is_some_and(strictly_overlaps) {
+                return true;
+            }
             let query = u64::from(rb.start)..u64::from(rb.end) + 1;
             occupancy
                 .ranges

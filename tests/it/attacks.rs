@@ -11,7 +11,7 @@ use crate::support::run_hlomem as hlomem;
 
 #[path = "../../bench/shapes.rs"]
 mod shapes;
-use shapes::{chain, fan_out, nested_calls, nested_whiles, wide_concatenate};
+use shapes::{chain, fan_out, many_outputs, nested_calls, nested_whiles, wide_concatenate};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hlomem-attack-{name}-{}", std::process::id()));
@@ -64,6 +64,10 @@ fn long_chains_wide_fan_out_and_huge_operand_lists() {
         assert_eq!(model.totals.argument_bytes, 64);
         assert_eq!(model.totals.output_bytes, 64);
     }
+    // 20,000 outputs (a fuzz run's timeout): each its own allocation.
+    let module = hlomem::parse_text("outputs.txt", many_outputs(20_000)).unwrap();
+    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    assert_eq!(model.totals.output_bytes, 20_000 * 64 + 20_000 * 8);
     let text = wide_concatenate(1_000_000);
     let module = hlomem::parse_text("concat.txt", text).unwrap();
     let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
