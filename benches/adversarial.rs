@@ -26,6 +26,7 @@ fn adversarial(c: &mut Criterion) {
             shapes::wide_concatenate,
             [333_333, 1_000_000],
         ),
+        ("outputs", shapes::many_outputs, [20_000, 60_000]),
     ];
     for (name, make, sizes) in cases {
         let mut group = c.benchmark_group(format!("adversarial/{name}"));
