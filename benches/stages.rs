@@ -93,7 +93,9 @@ fn stages(c: &mut Criterion) {
             b.iter(|| analysis::analyze(&module, &target))
         });
         group.bench_function(BenchmarkId::from_parameter("findings"), |b| {
-            b.iter(|| hlomem::findings::run(&module, &model))
+            b.iter(|| {
+                hlomem::findings::run(&module, &model, &hlomem::usage::peak_usage(&module, &model))
+            })
         });
         group.bench_function(BenchmarkId::from_parameter("report+json"), |b| {
             b.iter(|| {

@@ -191,11 +191,73 @@ pub struct ModuleDiff {
     pub new_peak_buffers: Vec<(String, u64)>,
     /// Buffers at both peaks that grew: `(description, old, new)`.
     pub grown_peak_buffers: Vec<(String, u64, u64)>,
+    /// The peak's groups by source line whose bytes changed, most change first
+    /// (a group absent on one side counts 0 there).
+    pub peak_by_source: Vec<GroupChange>,
+    /// The same by role.
+    pub peak_by_role: Vec<GroupChange>,
     pub findings_appeared: Vec<String>,
     pub findings_gone: Vec<String>,
     /// How far the growth of `total_bytes` passes `--fail-over`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_limit_by: Option<u64>,
+}
+
+/// One group of the live peak in the old and the new dump.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct GroupChange {
+    /// The group as people read it (`flax/linen/stochastic.py:105 ← train.py:40`, `optimizer state`).
+    pub group: String,
+    pub old_bytes: u64,
+    pub new_bytes: u64,
+}
+
+impl GroupChange {
+    pub fn change(&self) -> i128 {
+        i128::from(self.new_bytes) - i128::from(self.old_bytes)
+    }
+}
+
+/// Groups matched by name across the two reports, changed ones only.
+fn group_changes(old: &[(String, u64)], new: &[(String, u64)]) -> Vec<GroupChange> {
+    let mut sums: std::collections::BTreeMap<&str, (u64, u64)> = std::collections::BTreeMap::new();
+    for (name, bytes) in old {
+        let e = sums.entry(name).or_default();
+        e.0 = e.0.saturating_add(*bytes);
+    }
+    for (name, bytes) in new {
+        let e = sums.entry(name).or_default();
+        e.1 = e.1.saturating_add(*bytes);
+    }
+    let mut changes: Vec<GroupChange> = sums
+        .into_iter()
+        .filter(|(_, (o, n))| o != n)
+        .map(|(group, (old_bytes, new_bytes))| GroupChange {
+            group: group.to_string(),
+            old_bytes,
+            new_bytes,
+        })
+        .collect();
+    changes.sort_by_key(|c| std::cmp::Reverse(c.change().abs()));
+    changes
+}
+
+fn by_source(m: &ModuleReport) -> Vec<(String, u64)> {
+    m.peak
+        .usage
+        .by_source
+        .iter()
+        .map(|g| (g.place(), g.size.bytes))
+        .collect()
+}
+
+fn by_role(m: &ModuleReport) -> Vec<(String, u64)> {
+    m.peak
+        .usage
+        .by_role
+        .iter()
+        .map(|g| (g.role.describe().to_string(), g.size.bytes))
+        .collect()
 }
 
 impl ModuleDiff {
@@ -270,6 +332,8 @@ pub fn diff(old: &Report, new: &Report, fail_over: Option<u64>) -> DiffReport {
             live_peak_bytes: pair(|m| m.memory.live_peak_bytes),
             new_peak_buffers,
             grown_peak_buffers,
+            peak_by_source: group_changes(&by_source(o), &by_source(n)),
+            peak_by_role: group_changes(&by_role(o), &by_role(n)),
             findings_appeared: new_findings
                 .iter()
                 .filter(|f| !old_findings.contains(f))

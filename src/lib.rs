@@ -17,6 +17,7 @@ pub mod report;
 pub mod source;
 pub mod target;
 pub mod units;
+pub mod usage;
 pub mod xla_report;
 
 pub use error::Error;

@@ -82,6 +82,7 @@ pub fn load(
 pub struct Extras {
     pub format: AnalyzeFormat,
     pub top: usize,
+    pub verbose: bool,
     pub verify: bool,
     pub html: Option<PathBuf>,
     pub svg: Option<PathBuf>,
@@ -121,6 +122,7 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
     let Extras {
         format,
         top,
+        verbose,
         verify,
         html,
         svg,
@@ -135,6 +137,7 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
         let options = RenderOptions {
             color: term.stdout_color,
             top,
+            verbose,
         };
         if let Err(code) = write_out(|out| render::render(&report, format, options, out)) {
             return code;

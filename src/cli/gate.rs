@@ -58,6 +58,7 @@ pub fn check(
     let options = RenderOptions {
         color: term.stdout_color,
         top: 3,
+        verbose: false,
     };
     if let Err(code) = write_out(|out| render::render_check(&result, format, options, out)) {
         return code;
@@ -75,6 +76,7 @@ pub fn diff(
     old: &Path,
     new: &Path,
     fail_over: Option<&str>,
+    verbose: bool,
     selection: &Selection,
     format: GateFormat,
     term: Terminal,
@@ -94,6 +96,7 @@ pub fn diff(
     let options = RenderOptions {
         color: term.stdout_color,
         top: 3,
+        verbose,
     };
     if let Err(code) = write_out(|out| render::render_diff(&d, format, options, out)) {
         return code;

@@ -78,6 +78,11 @@ enum Command {
         /// With several modules: how many of the largest to show in detail.
         #[arg(long, default_value_t = 3, value_name = "N")]
         top: usize,
+        /// List everything in the text and Markdown reports: every group at the
+        /// peak, the buffers themselves, every finding and detail, parameters and
+        /// outputs (JSON always has everything).
+        #[arg(long, short = 'v')]
+        verbose: bool,
         /// Also read XLA's own reports beside each HLO file (`-buffer-assignment.txt`,
         /// `-buffer-assignment-values.txt`, `-live-range.txt`) and list every number
         /// where hlomem and XLA disagree; exit 1 if any does.
@@ -116,8 +121,8 @@ enum Command {
         #[arg(long, value_enum, default_value_t = GateFormatArg::Text)]
         format: GateFormatArg,
     },
-    /// What changed between two dumps of the same program: totals, buffers at the
-    /// peak, findings.
+    /// What changed between two dumps of the same program: totals, what holds the
+    /// peak (by source line and role), findings.
     Diff {
         /// The dump (folder or file) before the change.
         old: PathBuf,
@@ -126,6 +131,9 @@ enum Command {
         /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, `100M`, bytes).
         #[arg(long, value_name = "SIZE")]
         fail_over: Option<String>,
+        /// Also list every changed group and every buffer new or grown at the peak.
+        #[arg(long, short = 'v')]
+        verbose: bool,
         #[command(flatten)]
         selection: Selection,
         #[arg(long, value_enum, default_value_t = GateFormatArg::Text)]
@@ -191,6 +199,7 @@ pub fn run() -> ExitCode {
             selection,
             format,
             top,
+            verbose,
             verify,
             html,
             svg,
@@ -200,6 +209,7 @@ pub fn run() -> ExitCode {
             analyze::Extras {
                 format: format.into(),
                 top,
+                verbose,
                 verify,
                 html,
                 svg,
@@ -229,12 +239,14 @@ pub fn run() -> ExitCode {
             old,
             new,
             fail_over,
+            verbose,
             selection,
             format,
         } => gate::diff(
             &old,
             &new,
             fail_over.as_deref(),
+            verbose,
             &selection,
             format.into(),
             term,
@@ -250,6 +262,7 @@ pub fn run() -> ExitCode {
             RenderOptions {
                 color: term.stdout_color,
                 top: 1,
+                verbose: false,
             },
             term.stderr_color,
         ),

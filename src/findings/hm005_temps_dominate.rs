@@ -9,6 +9,7 @@ use super::{Finding, InstrRef};
 use crate::analysis::{BufferKind, MemoryModel};
 use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
+use crate::usage::{PeakUsage, Role};
 
 /// How many temporaries the evidence lists.
 const LISTED: usize = 5;
@@ -22,6 +23,14 @@ pub struct Evidence {
     pub largest: Vec<Temporary>,
     /// Bytes of `largest` that are activations saved for the backward pass.
     pub activation_bytes: u64,
+    /// A training step (the module has a backward pass).
+    pub training: bool,
+    /// Some ops are already inside `jax.checkpoint` / `remat`.
+    pub rematerialized: bool,
+    /// Where the forward values live at the peak, when the peak holds any
+    /// (in the backward pass: what is kept for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activation_scope: Option<crate::usage::ActivationScope>,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -38,6 +47,10 @@ pub struct Temporary {
 pub enum TempKind {
     Broadcast,
     Constant,
+    /// Random bits or a keep-mask of dropout (`Dropout`, `bernoulli` in its op_name).
+    DropoutMask,
+    /// A dtype conversion of an argument (an f32 copy of bf16 weights, say).
+    ConvertedArgument,
     /// A forward value still live while the backward pass runs.
     SavedActivation,
     Intermediate,
@@ -48,6 +61,8 @@ impl TempKind {
         match self {
             TempKind::Broadcast => "a broadcast made concrete",
             TempKind::Constant => "a constant",
+            TempKind::DropoutMask => "dropout's random bits or mask",
+            TempKind::ConvertedArgument => "a converted copy of an argument (another dtype)",
             TempKind::SavedActivation => {
                 "an activation saved for the backward pass (rematerialization candidate)"
             }
@@ -67,9 +82,44 @@ impl Evidence {
     }
 
     pub fn fix(&self) -> String {
-        if self.activation_bytes > 0 {
-            "rematerialize: wrap layers in jax.checkpoint so saved activations are recomputed in the backward pass"
-                .into()
+        let scope = self.activation_scope.as_ref().filter(|_| self.training);
+        if let Some(scope) = scope.filter(|s| s.bytes > 0 && self.activation_bytes > 0) {
+            let layers: Vec<String> = scope
+                .largest_children
+                .iter()
+                .map(|(name, bytes)| format!("{name} {}", human_bytes(*bytes)))
+                .collect();
+            let where_ = if scope.path.is_empty() {
+                String::new()
+            } else {
+                format!(" under `{}`", scope.path)
+            };
+            let spread = if layers.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " ({} of {}: {})",
+                    layers.len(),
+                    scope.children,
+                    layers.join(", ")
+                )
+            };
+            let kept = format!(
+                "{} of forward-pass values are kept for the backward pass{where_}{spread}",
+                human_bytes(scope.bytes)
+            );
+            if self.rematerialized {
+                format!(
+                    "{kept}, although the program already rematerializes: save less with a stricter policy \
+                     (jax.checkpoint(..., policy=jax.checkpoint_policies.nothing_saveable)), checkpoint more of it, \
+                     or use a smaller batch or sequence"
+                )
+            } else {
+                format!(
+                    "{kept}: rematerialize them, wrapping each block in jax.checkpoint (flax: nn.remat), \
+                     or use a smaller batch or sequence"
+                )
+            }
         } else {
             "look at the largest temporaries below: chunk the computation (lax.map, scan) or keep broadcasts fused"
                 .into()
@@ -102,7 +152,7 @@ impl Evidence {
     }
 }
 
-pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+pub fn check(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Finding> {
     // Device memory only: on TPU the on-chip spaces (VMEM...) are not what
     // runs out, and their layout is an estimate.
     let in_device = |a: &crate::analysis::assign::Allocation| a.color == 0;
@@ -140,7 +190,17 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let at = InstrRef::of(module, b.instruction);
         let op = at.op_name.clone().unwrap_or_default();
         let instr = module.instr(b.instruction);
-        let kind = if instr.opcode == Opcode::Broadcast || op.contains("broadcast") {
+        let is_argument = |o: &crate::hlo::InstrId| {
+            let p = module.instr(*o);
+            p.opcode == Opcode::Parameter && p.computation == module.entry
+        };
+        let kind = if op.contains("Dropout") || op.contains("bernoulli") || op.contains("dropout") {
+            TempKind::DropoutMask
+        } else if (instr.opcode == Opcode::Convert || op.ends_with("convert_element_type"))
+            && instr.operands.iter().any(is_argument)
+        {
+            TempKind::ConvertedArgument
+        } else if instr.opcode == Opcode::Broadcast || op.contains("broadcast") {
             TempKind::Broadcast
         } else if instr.opcode == Opcode::Constant {
             TempKind::Constant
@@ -157,11 +217,22 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             kind,
         });
     }
+    // The whole peak's forward values, not only the listed ones.
+    let activation_bytes = usage
+        .by_role
+        .iter()
+        .filter(|g| g.role == Role::Activations)
+        .map(|g| g.size.bytes)
+        .sum::<u64>()
+        .max(activations);
     let evidence = Evidence {
         temp_bytes,
         device_bytes,
         largest: listed,
-        activation_bytes: activations,
+        activation_bytes,
+        training: usage.training,
+        rematerialized: usage.rematerialized,
+        activation_scope: usage.activation_scope(),
     };
     let mut f = Finding::new(super::Evidence::TempsDominate(evidence), temp_bytes);
     if let Some(first) = temps.first() {

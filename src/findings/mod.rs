@@ -207,7 +207,8 @@ impl Evidence {
     pub fn details(&self) -> Vec<String> {
         match self {
             Evidence::NotDonated(e) => e.details(),
-            Evidence::DonationUnusable(_) | Evidence::OutputCopiesParameter(_) => Vec::new(),
+            Evidence::DonationUnusable(e) => e.details(),
+            Evidence::OutputCopiesParameter(_) => Vec::new(),
             Evidence::DonationCopied(e) => e.details(),
             Evidence::TempsDominate(e) => e.details(),
             Evidence::WideDtype(e) => e.details(),
@@ -273,21 +274,21 @@ impl Finding {
 }
 
 /// The findings a report shows: those about at least [`MIN_REPORTED_BYTES`].
-pub fn reported(module: &Module, model: &MemoryModel) -> Vec<Finding> {
-    run(module, model)
+pub fn reported(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Finding> {
+    run(module, model, usage)
         .into_iter()
         .filter(|f| f.bytes >= MIN_REPORTED_BYTES)
         .collect()
 }
 
 /// Every finding for a module, most bytes at stake first.
-pub fn run(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+pub fn run(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Finding> {
     let mut findings = Vec::new();
     findings.extend(hm001_not_donated::check(module, model));
     findings.extend(hm002_donation_unusable::check(module, model));
     findings.extend(hm003_donation_copied::check(module, model));
     findings.extend(hm004_output_copies_parameter::check(module, model));
-    findings.extend(hm005_temps_dominate::check(module, model));
+    findings.extend(hm005_temps_dominate::check(module, model, usage));
     findings.extend(hm006_wide_dtype::check(module, model));
     findings.sort_by(|a, b| {
         b.bytes
@@ -307,36 +308,8 @@ pub fn jax_argument(module: &Module, number: u64) -> Option<(String, usize)> {
         .flatten()
 }
 
-/// [`jax_argument`] of every entry parameter, by parameter number: one pass,
-/// for rules that ask about many parameters.
-pub fn jax_arguments(module: &Module) -> Vec<Option<(String, usize)>> {
-    let top = |name: &str| -> String {
-        name.split(['[', '.'])
-            .next()
-            .unwrap_or(name)
-            .trim()
-            .to_string()
-    };
-    let tops: Vec<Option<String>> = module
-        .entry()
-        .parameters
-        .iter()
-        .map(|&p| module.op_name(p).map(|name| top(&name)))
-        .collect();
-    let mut order: Vec<&str> = Vec::new();
-    for t in tops.iter().flatten() {
-        if !order.contains(&t.as_str()) {
-            order.push(t);
-        }
-    }
-    tops.iter()
-        .map(|t| {
-            let t = t.as_ref()?;
-            let index = order.iter().position(|n| n == t)?;
-            Some((t.clone(), index))
-        })
-        .collect()
-}
+pub use crate::usage::arguments::jax_arguments;
+use crate::usage::PeakUsage;
 
 /// `donate_argnums=(1,)` / `donate_argnames="params"` advice for a
 /// parameter, given its JAX argument (name and position), if known.

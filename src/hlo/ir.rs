@@ -236,6 +236,12 @@ impl Module {
             .source_location(&self.text, &self.stack_frames)
     }
 
+    /// The call stack an instruction comes from, innermost first (empty when
+    /// the dump does not say).
+    pub fn stack(&self, instr: InstrId) -> Vec<SourceLocation> {
+        self.metadata(instr).stack(&self.text, &self.stack_frames)
+    }
+
     /// Entry parameters in parameter-number order.
     pub fn entry_parameters(&self) -> impl Iterator<Item = InstrId> + '_ {
         self.entry().parameters.iter().copied()

@@ -106,6 +106,17 @@ impl Metadata {
         let id = self.stack_frame_id.filter(|&id| id > 0)?;
         frames.location_of_frame(usize::try_from(id - 1).ok()?)
     }
+
+    /// The whole call stack, innermost first: through the tables, or the one
+    /// inline location older dumps carry.
+    pub fn stack(&self, text: &str, frames: &StackFrameIndex) -> Vec<SourceLocation> {
+        match self.stack_frame_id.filter(|&id| id > 0) {
+            Some(id) if self.source_file.is_none() => usize::try_from(id - 1)
+                .map(|frame| frames.stack_of_frame(frame))
+                .unwrap_or_default(),
+            _ => self.source_location(text, frames).into_iter().collect(),
+        }
+    }
 }
 
 /// Undoes XLA's C escaping of metadata strings (`absl::CEscape`).

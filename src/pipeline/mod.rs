@@ -149,9 +149,10 @@ pub fn load_and_model(
 /// The report of a module with its memory model: the findings (what-if runs
 /// of the accounting among them) run beside the rest of the report.
 pub fn report_module(module: &Module, model: &analysis::MemoryModel) -> report::ModuleReport {
+    let usage = crate::usage::peak_usage(module, model);
     let (findings, report) = rayon::join(
-        || findings::reported(module, model),
-        || report::ModuleReport::build(module, model),
+        || findings::reported(module, model, &usage),
+        || report::ModuleReport::build(module, model, usage.clone()),
     );
     report.with_findings(findings)
 }

@@ -173,10 +173,13 @@ fn passed_summary(r: &CheckResult, budget: &dyn Fn(u64) -> String) -> String {
     parts.join("; ")
 }
 
+/// Changed groups listed per module and breakdown without `--verbose`.
+const DIFF_GROUPS_SHOWN: usize = 6;
+
 pub fn render_diff(
     d: &DiffReport,
     format: GateFormat,
-    _options: RenderOptions,
+    options: RenderOptions,
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let md = match format {
@@ -267,19 +270,56 @@ pub fn render_diff(
         if md {
             writeln!(out)?;
         }
-        for (what, bytes) in &m.new_peak_buffers {
-            writeln!(
-                out,
-                "{item}new at the peak: {what} ({})",
-                human_bytes(*bytes)
-            )?;
+        // What changed at the peak, by group; single buffers only with --verbose.
+        for (label, changes) in [
+            ("source line", &m.peak_by_source),
+            ("role", &m.peak_by_role),
+        ] {
+            let shown = if options.verbose {
+                usize::MAX
+            } else {
+                DIFF_GROUPS_SHOWN
+            };
+            for c in changes.iter().take(shown) {
+                writeln!(
+                    out,
+                    "{item}at the peak, by {label}: {} {} → {} ({})",
+                    crate::render::one_line(&c.group),
+                    human_bytes(c.old_bytes),
+                    human_bytes(c.new_bytes),
+                    human_bytes_signed(c.change())
+                )?;
+            }
+            if changes.len() > shown {
+                writeln!(
+                    out,
+                    "{item}... and {} more {label}s changed (--verbose)",
+                    changes.len() - shown
+                )?;
+            }
         }
-        for (what, before, after) in &m.grown_peak_buffers {
+        if options.verbose {
+            for (what, bytes) in &m.new_peak_buffers {
+                writeln!(
+                    out,
+                    "{item}new at the peak: {what} ({})",
+                    human_bytes(*bytes)
+                )?;
+            }
+            for (what, before, after) in &m.grown_peak_buffers {
+                writeln!(
+                    out,
+                    "{item}grew at the peak: {what} ({} → {})",
+                    human_bytes(*before),
+                    human_bytes(*after)
+                )?;
+            }
+        } else if !m.new_peak_buffers.is_empty() || !m.grown_peak_buffers.is_empty() {
             writeln!(
                 out,
-                "{item}grew at the peak: {what} ({} → {})",
-                human_bytes(*before),
-                human_bytes(*after)
+                "{item}{} buffers new at the peak, {} grown (--verbose lists them)",
+                m.new_peak_buffers.len(),
+                m.grown_peak_buffers.len()
             )?;
         }
         for f in &m.findings_appeared {

@@ -25,7 +25,7 @@ const KINDS: [(&str, usize, &str); 4] = [
     ("constants", 3, "#bab0ac"),
 ];
 
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -126,31 +126,45 @@ pub fn chart_svg(m: &ModuleReport, standalone: bool) -> String {
             human_bytes(m.memory.live_peak_bytes)
         );
     }
-    // Axes: the peak and zero on the left, the schedule below.
+    // Axes: bytes on the left with gridlines at quarters of the peak,
+    // execution steps below with ticks at quarters of the schedule.
+    for q in 0..=4u64 {
+        let bytes = peak / 4 * q + if q == 4 { peak % 4 } else { 0 };
+        let py = y(bytes);
+        let _ = write!(
+            svg,
+            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{py:.1}\" y2=\"{py:.1}\" stroke=\"#ddd\"/>\
+             <text class=\"ytick\" x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            WIDTH - 10.0,
+            LEFT - 6.0,
+            py + 4.0,
+            human_bytes(bytes)
+        );
+    }
+    let steps = m.timeline.length.max(1);
+    for q in 0..=4u32 {
+        let step = (u64::from(steps - 1) * u64::from(q) / 4) as u32;
+        let px = LEFT + plot_w * (f64::from(step) + 0.5) / f64::from(steps);
+        let _ = write!(
+            svg,
+            "<line x1=\"{px:.1}\" x2=\"{px:.1}\" y1=\"{}\" y2=\"{}\" stroke=\"#999\"/>\
+             <text class=\"xtick\" x=\"{px:.1}\" y=\"{}\" text-anchor=\"middle\">{step}</text>",
+            TOP + plot_h,
+            TOP + plot_h + 4.0,
+            TOP + plot_h + 14.0
+        );
+    }
     let _ = write!(
         svg,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-        LEFT - 6.0,
-        TOP + 4.0,
-        human_bytes(peak)
-    );
-    let _ = write!(
-        svg,
-        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>",
-        LEFT - 6.0,
-        TOP + plot_h
-    );
-    let _ = write!(
-        svg,
-        "<text x=\"{LEFT}\" y=\"{}\">schedule position 0 → {} ({} instructions)</text>",
-        HEIGHT - 8.0,
-        m.timeline.length.saturating_sub(1),
-        m.timeline.length
+        "<text x=\"{LEFT}\" y=\"{}\">bytes live in device memory, over the execution steps 0 → {} \
+         (instructions in execution order; fused ones not counted)</text>",
+        HEIGHT - 2.0,
+        m.timeline.length.saturating_sub(1)
     );
     let mut lx = WIDTH - 10.0;
     for (label, _, color) in KINDS.iter().rev() {
         lx -= 95.0;
-        let _ = write!(svg, "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\">{label}</text>", HEIGHT - 18.0, lx + 14.0, HEIGHT - 9.0);
+        let _ = write!(svg, "<rect x=\"{lx}\" y=\"{}\" width=\"10\" height=\"10\" fill=\"{color}\"/><text x=\"{}\" y=\"{}\">{label}</text>", HEIGHT - 11.0, lx + 14.0, HEIGHT - 2.0);
     }
     svg.push_str("</svg>");
     svg
@@ -247,9 +261,11 @@ fn render_module(i: usize, m: &ModuleReport, out: &mut dyn Write) -> io::Result<
         "<script type=\"application/json\" class=\"buckets\">{json}</script>"
     )?;
 
+    super::html_groups::write(i, m, out)?;
     writeln!(
         out,
-        "<h3>Live at the peak (schedule position {})</h3><div class=\"bars\">",
+        "<details><summary>The {} largest buffers live at the peak (execution step {})</summary><div class=\"bars\">",
+        BARS.min(m.peak.buffers.len()),
         m.peak.time
     )?;
     let largest = m.peak.buffers.first().map_or(1, |b| b.bytes.max(1));
@@ -279,7 +295,7 @@ fn render_module(i: usize, m: &ModuleReport, out: &mut dyn Write) -> io::Result<
             human_bytes(bytes)
         )?;
     }
-    writeln!(out, "</div>")?;
+    writeln!(out, "</div></details>")?;
     if !m.findings.is_empty() {
         writeln!(out, "<h3>Findings</h3><ul class=\"findings\">")?;
         for f in &m.findings {
@@ -303,7 +319,11 @@ fn render_module(i: usize, m: &ModuleReport, out: &mut dyn Write) -> io::Result<
     writeln!(out, "</section>")
 }
 
-const STYLE: &str = "body{font-family:sans-serif;margin:0 24px 40px;color:#222}header{display:flex;gap:24px;align-items:center}\
+const STYLE: &str = "body{font-family:sans-serif;margin:0 24px 40px;color:#222}\
+.stack{display:flex;height:22px;border:1px solid #bbb;margin:4px 0}.stack .seg{display:block;height:100%}\
+.stack .seg:hover{outline:2px solid #222}table.groups{font-size:12px;border-collapse:collapse}\
+table.groups td{padding:1px 8px 1px 0}table.groups i{display:inline-block;width:10px;height:10px}\
+table.groups tr:target{background:#ffe}header{display:flex;gap:24px;align-items:center}\
 h2 small{font-weight:normal;color:#777;font-size:12px}table.numbers td{padding:4px 14px 4px 0;vertical-align:top}\
 figure{margin:8px 0}svg.chart{max-width:100%;height:auto}.bars .bar{position:relative;margin:2px 0;min-height:20px}\
 .bars .bar span{position:absolute;left:0;top:0;bottom:0;opacity:.35}.bars .bar p{position:relative;margin:0;padding:2px 4px;font-size:12px}\

@@ -40,7 +40,7 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
         if i > 0 {
             writeln!(out)?;
         }
-        render_module(m, out)?;
+        render_module(m, options, out)?;
     }
     // --verify covers every module, whatever --top shows in detail.
     for m in modules.iter().skip(top) {
@@ -67,7 +67,7 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
     Ok(())
 }
 
-fn render_module(m: &ModuleReport, out: &mut dyn Write) -> io::Result<()> {
+fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "### `{}`", m.name)?;
     writeln!(out)?;
     writeln!(
@@ -99,25 +99,60 @@ fn render_module(m: &ModuleReport, out: &mut dyn Write) -> io::Result<()> {
         human_bytes(mem.temp_bytes),
         human_bytes(mem.live_peak_bytes)
     )?;
+    for d in &m.differences {
+        if let crate::report::differences::Difference::TotalAboveLivePeak { .. } = d {
+            writeln!(out)?;
+            writeln!(out, "_{}_", d.message())?;
+        }
+    }
     if !m.peak.buffers.is_empty() {
+        let usage = &m.peak.usage;
         writeln!(out)?;
-        writeln!(out, "Live at the peak (schedule position {}):", m.peak.time)?;
+        writeln!(
+            out,
+            "**What holds the live peak** ({} in {} buffers, at `{}`), by source line:",
+            human_bytes(m.memory.live_peak_bytes),
+            m.peak.buffers.len(),
+            m.peak.instruction.as_deref().unwrap_or("?")
+        )?;
         writeln!(out)?;
-        writeln!(out, "| size | kind | shape | buffer | op | source |")?;
-        writeln!(out, "|---:|---|---|---|---|---|")?;
-        for b in m.peak.buffers.iter().take(10) {
+        writeln!(
+            out,
+            "| share | bytes | buffers | largest | source line ← your line |"
+        )?;
+        writeln!(out, "|---:|---:|---:|---|---|")?;
+        let shown = if options.verbose { usize::MAX } else { 8 };
+        for g in usage.by_source.iter().take(shown) {
             writeln!(
                 out,
-                "| {} | {} | `{}` | `{}` | {} | {} |",
-                human_bytes(b.bytes),
-                b.kind.as_str(),
-                b.shape,
-                b.name,
-                b.op_name
-                    .as_deref()
-                    .map(|o| format!("`{}`", one_line(o)))
-                    .unwrap_or_default(),
-                b.source.as_deref().unwrap_or("")
+                "| {:.1}% | {} | {} | `{}` | {} |",
+                g.size.share * 100.0,
+                human_bytes(g.size.bytes),
+                g.size.buffers,
+                g.size.shape,
+                one_line(&g.place()).replace('|', "\\|")
+            )?;
+        }
+        if usage.by_source.len() > shown {
+            writeln!(
+                out,
+                "| | | | | {} more lines |",
+                usage.by_source.len() - shown
+            )?;
+        }
+        writeln!(out)?;
+        writeln!(out, "By role:")?;
+        writeln!(out)?;
+        writeln!(out, "| share | bytes | buffers | role |")?;
+        writeln!(out, "|---:|---:|---:|---|")?;
+        for g in &usage.by_role {
+            writeln!(
+                out,
+                "| {:.1}% | {} | {} | {} |",
+                g.size.share * 100.0,
+                human_bytes(g.size.bytes),
+                g.size.buffers,
+                g.role.describe()
             )?;
         }
     }

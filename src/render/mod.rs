@@ -5,6 +5,7 @@ mod explain;
 mod gate;
 mod github;
 mod html;
+mod html_groups;
 mod json;
 mod markdown;
 mod text;
@@ -22,6 +23,8 @@ use crate::report::Report;
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+use crate::usage::source::short as short_path;
 
 /// `analyze --format`. Each command has its own set: a format a command does
 /// not support is refused by the argument parser, and a new one does not
@@ -72,6 +75,8 @@ pub struct RenderOptions {
     pub color: bool,
     /// With several modules: how many of the largest to show in detail.
     pub top: usize,
+    /// Every group, finding, detail, parameter and output, not the first few.
+    pub verbose: bool,
 }
 
 impl Default for RenderOptions {
@@ -79,6 +84,7 @@ impl Default for RenderOptions {
         RenderOptions {
             color: false,
             top: 3,
+            verbose: false,
         }
     }
 }

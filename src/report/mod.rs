@@ -1,6 +1,7 @@
 //! The report: plain data that renderers print. This is the JSON contract, so
 //! field names here are the public interface; add fields, never rename them.
 
+pub mod differences;
 pub mod explain;
 pub mod schema;
 
@@ -60,6 +61,10 @@ pub struct ModuleReport {
     pub num_partitions: u64,
     pub replica_count: u64,
     pub parameters: Vec<ParameterReport>,
+    /// The parameters grouped by the JAX argument they come from (`params`:
+    /// 446 arrays), in argument order; empty when the dump names none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<ArgumentReport>,
     /// The entry's result, one entry per array leaf.
     pub outputs: Vec<OutputReport>,
     /// The sizes of the entry parameters' shapes added up (leaves and tuple
@@ -76,6 +81,9 @@ pub struct ModuleReport {
     pub peak: PeakReport,
     /// Bytes in use over the schedule (downsampled), for charts.
     pub timeline: TimelineReport,
+    /// Where figures of this report differ, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<differences::Difference>,
     /// Caveats about the numbers (e.g. an unoptimized module).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -95,7 +103,11 @@ pub struct PeakReport {
     pub time: u32,
     /// The instruction scheduled there.
     pub instruction: Option<String>,
+    /// Every buffer live then, largest first.
     pub buffers: Vec<PeakBufferReport>,
+    /// The same buffers grouped by source line, role and scope.
+    #[serde(flatten)]
+    pub usage: crate::usage::PeakUsage,
 }
 
 impl PeakReport {
@@ -181,8 +193,13 @@ pub struct PeakBufferReport {
     pub shape: Shape,
     pub bytes: u64,
     pub kind: crate::analysis::BufferKind,
+    pub role: crate::usage::Role,
+    pub phase: crate::usage::Phase,
     pub op_name: Option<String>,
     pub source: Option<String>,
+    /// The user's own line that led to `source` (see `by_source`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -195,6 +212,18 @@ pub struct ParameterReport {
     pub op_name: Option<String>,
     /// `file:line` of the user's code, when the dump says.
     pub source: Option<String>,
+}
+
+/// One JAX argument: its arrays (entry parameters) together.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct ArgumentReport {
+    pub name: String,
+    /// Its position among the jitted function's arguments (`donate_argnums`).
+    pub argnum: usize,
+    pub parameters: usize,
+    pub bytes: u64,
+    /// How many of its arrays are donated (aliased to an output or listed as donors).
+    pub donated: usize,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -271,7 +300,11 @@ impl ModuleReport {
 
     /// The report of a module whose memory model is computed, without its
     /// findings ([`ModuleReport::with_findings`]).
-    pub fn build(module: &Module, model: &crate::analysis::MemoryModel) -> ModuleReport {
+    pub fn build(
+        module: &Module,
+        model: &crate::analysis::MemoryModel,
+        usage: crate::usage::PeakUsage,
+    ) -> ModuleReport {
         let entry = module.entry();
         let parameters: Vec<ParameterReport> = entry
             .parameters
@@ -327,41 +360,146 @@ impl ModuleReport {
                 .iter()
                 .fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
             result_shape_bytes: model.target.total_size(result),
+            arguments: argument_reports(module, &parameters),
+            differences: differences(module, model),
             parameters,
             outputs,
             target: model.target.clone(),
             memory: model.totals.clone(),
             timeline: TimelineReport::build(module, model),
-            peak: PeakReport {
-                time: model.peak.time,
-                instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),
-                buffers: model
-                    .peak
-                    .buffers
-                    .iter()
-                    .map(|b| {
-                        let (op_name, source) = module.origin(b.instruction);
-                        PeakBufferReport {
-                            name: module.instr(b.instruction).name.clone(),
-                            index: b.index.clone(),
-                            shape: module
-                                .instr(b.instruction)
-                                .shape
-                                .subshape(&b.index)
-                                .cloned()
-                                .unwrap_or_else(|| (*module.instr(b.instruction).shape).clone()),
-                            bytes: b.bytes,
-                            kind: b.kind,
-                            op_name,
-                            source: source.map(|l| l.to_string()),
-                        }
-                    })
-                    .collect(),
-            },
+            peak: peak_report(module, model, usage),
             findings: Vec::new(),
             verification: None,
             unknown_opcodes,
         }
+    }
+}
+
+fn argument_reports(module: &Module, parameters: &[ParameterReport]) -> Vec<ArgumentReport> {
+    let donated: std::collections::HashSet<u64> = module
+        .header
+        .input_output_alias
+        .iter()
+        .map(|a| a.parameter)
+        .chain(module.header.buffer_donors.iter().map(|d| d.parameter))
+        .collect();
+    let mut out: Vec<ArgumentReport> = Vec::new();
+    for (p, argument) in parameters
+        .iter()
+        .zip(crate::usage::arguments::jax_arguments(module))
+    {
+        let Some((name, argnum)) = argument else {
+            continue;
+        };
+        let i = match out.iter().position(|a| a.argnum == argnum) {
+            Some(i) => i,
+            None => {
+                out.push(ArgumentReport {
+                    name,
+                    argnum,
+                    parameters: 0,
+                    bytes: 0,
+                    donated: 0,
+                });
+                out.len() - 1
+            }
+        };
+        let a = &mut out[i];
+        a.parameters += 1;
+        a.bytes = a.bytes.saturating_add(p.bytes);
+        a.donated += usize::from(donated.contains(&p.number));
+    }
+    out.sort_by_key(|a| a.argnum);
+    out
+}
+
+/// The figures a reader compares that differ, with the parts of each gap.
+fn differences(
+    module: &Module,
+    model: &crate::analysis::MemoryModel,
+) -> Vec<differences::Difference> {
+    let mut out = Vec::new();
+    let t = &model.totals;
+    if t.device_bytes > t.live_peak_bytes {
+        use crate::analysis::assign::AllocationKind;
+        // Reserved and live bytes per kind of allocation, device memory only.
+        let bucket = |kind: &AllocationKind| match kind {
+            AllocationKind::Temp => 0,
+            AllocationKind::Output => 1,
+            AllocationKind::Parameter { .. } => 2,
+            AllocationKind::Constant | AllocationKind::ThreadLocal => 3,
+        };
+        let mut idle = [0u64; 4];
+        let allocations = &model.assignment.allocations;
+        for a in allocations.iter().filter(|a| a.color == 0) {
+            idle[bucket(&a.kind)] = idle[bucket(&a.kind)].saturating_add(a.size);
+        }
+        for b in &model.peak.buffers {
+            if let Some(a) = model.assignment.allocation_of[b.buffer.index()] {
+                let k = bucket(&allocations[a].kind);
+                idle[k] = idle[k].saturating_sub(b.bytes);
+            }
+        }
+        let gap = t.device_bytes - t.live_peak_bytes;
+        let known = idle.iter().fold(0u64, |x, y| x.saturating_add(*y));
+        // The parts are only stated when they account for the gap exactly.
+        let [temp, outputs, arguments, other] = if known == gap { idle } else { [0; 4] };
+        out.push(differences::Difference::TotalAboveLivePeak {
+            total_bytes: t.device_bytes,
+            live_peak_bytes: t.live_peak_bytes,
+            temp_not_in_use: temp,
+            outputs_not_in_use: outputs,
+            arguments_not_in_use: arguments,
+            other_not_in_use: other,
+        });
+    }
+    let instructions = module.instructions.iter().filter(|i| !i.synthetic).count();
+    let steps = model.peak.timeline.len() as u32;
+    if steps as usize != instructions {
+        out.push(differences::Difference::ScheduleIsNotInstructionCount {
+            steps,
+            instructions,
+        });
+    }
+    out
+}
+
+fn peak_report(
+    module: &Module,
+    model: &crate::analysis::MemoryModel,
+    usage: crate::usage::PeakUsage,
+) -> PeakReport {
+    let buffers = model
+        .peak
+        .buffers
+        .iter()
+        .zip(&usage.buffers)
+        .map(|(b, u)| PeakBufferReport {
+            name: u.instruction.clone(),
+            index: b.index.clone(),
+            shape: module
+                .instr(b.instruction)
+                .shape
+                .subshape(&b.index)
+                .cloned()
+                .unwrap_or_else(|| (*module.instr(b.instruction).shape).clone()),
+            bytes: b.bytes,
+            kind: b.kind,
+            role: u.role,
+            phase: u.phase,
+            op_name: u.op_name.clone(),
+            source: u.source().map(ToString::to_string),
+            caller: u
+                .caller()
+                .filter(|c| Some(*c) != u.source())
+                .map(ToString::to_string),
+        })
+        .collect();
+    PeakReport {
+        time: model.peak.time,
+        instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),
+        buffers,
+        usage,
     }
 }
 

@@ -2,26 +2,31 @@
 
 use std::io::{self, Write};
 
+mod usage;
+
 use super::{one_line, RenderOptions};
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
-/// How many parameters and outputs the text report lists (JSON has them all).
+/// How many parameters the text report lists when the dump names no JAX
+/// arguments to group them by (`--verbose` and JSON list them all).
 const LISTED: usize = 20;
+/// Outputs listed without `--verbose`.
+const OUTPUTS_SHOWN: usize = 5;
+/// Findings, and details of each, listed without `--verbose`.
+const FINDINGS_SHOWN: usize = 5;
+const DETAILS_SHOWN: usize = 3;
 
-fn more(out: &mut dyn Write, total: usize) -> io::Result<()> {
-    if total > LISTED {
+fn more(out: &mut dyn Write, total: usize, listed: usize) -> io::Result<()> {
+    if total > listed {
         writeln!(
             out,
-            "     ... and {} more (--format json lists them all)",
-            total - LISTED
+            "     ... and {} more (--verbose or --format json lists them)",
+            total - listed
         )?;
     }
     Ok(())
 }
-
-/// How many buffers live at the peak the text report lists.
-const PEAK_BUFFERS_SHOWN: usize = 10;
 
 pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
     if report.modules.len() <= 1 {
@@ -228,7 +233,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         [
             "outputs".into(),
             human_bytes(mem.output_bytes),
-            "buffers that may be returned (maybe-live-out)".into(),
+            "buffers that may be returned to the caller".into(),
         ],
         [
             "aliased".into(),
@@ -238,7 +243,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         [
             "temp".into(),
             human_bytes(mem.temp_bytes),
-            "one scratch block for intermediates, packed by the heap simulator".into(),
+            "one scratch block for intermediates; values not live at once share it".into(),
         ],
         [
             "live peak".into(),
@@ -270,27 +275,21 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         rows.splice(1..1, spaces);
     }
     write_table(out, &rows)?;
+    for d in &m.differences {
+        if let crate::report::differences::Difference::TotalAboveLivePeak { .. } = d {
+            writeln!(out, "    ({})", d.message())?;
+        }
+    }
 
     if !m.peak.buffers.is_empty() {
-        writeln!(out)?;
-        let at = m
-            .peak
-            .instruction
-            .as_deref()
-            .map(|i| format!(", at {i}"))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "  {} (schedule position {}{at}): {} buffers",
-            bold("live at the peak", options),
-            m.peak.time,
-            m.peak.buffers.len()
-        )?;
+        usage::write_peak(m, options, out)?;
+    }
+    if options.verbose && !m.peak.buffers.is_empty() {
+        writeln!(out, "    the buffers themselves, largest first")?;
         let rows: Vec<[String; 5]> = m
             .peak
             .buffers
             .iter()
-            .take(PEAK_BUFFERS_SHOWN)
             .map(|b| {
                 let index = if b.index.is_empty() {
                     String::new()
@@ -314,20 +313,22 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             })
             .collect();
         write_table(out, &rows)?;
-        let (hidden, bytes) = m.peak.hidden_after(PEAK_BUFFERS_SHOWN);
-        if hidden > 0 {
-            writeln!(
-                out,
-                "     ... and {hidden} smaller buffers ({})",
-                human_bytes(bytes)
-            )?;
-        }
     }
 
     if !m.findings.is_empty() {
         writeln!(out)?;
-        writeln!(out, "  {}", bold("findings", options))?;
-        for f in &m.findings {
+        writeln!(
+            out,
+            "  {} ({}, most bytes first; hlomem explain-code CODE says more)",
+            bold("findings", options),
+            m.findings.len()
+        )?;
+        let (shown, details) = if options.verbose {
+            (usize::MAX, usize::MAX)
+        } else {
+            (FINDINGS_SHOWN, DETAILS_SHOWN)
+        };
+        for f in m.findings.iter().take(shown) {
             writeln!(
                 out,
                 "    {} {} [{}]: {}",
@@ -337,14 +338,31 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 one_line(&f.message)
             )?;
             match (&f.instruction, &f.source) {
-                (Some(i), Some(src)) => writeln!(out, "      at {i} ({src})")?,
+                (Some(i), Some(src)) => writeln!(out, "      at {i} ({})", super::short_path(src))?,
                 (Some(i), None) => writeln!(out, "      at {i}")?,
                 _ => {}
             }
-            for e in &f.details {
+            for e in f.details.iter().take(details) {
                 writeln!(out, "      - {}", one_line(e))?;
             }
+            if f.details.len() > details {
+                writeln!(
+                    out,
+                    "      - ... and {} more (--verbose or --format json lists them)",
+                    f.details.len() - details
+                )?;
+            }
             writeln!(out, "      fix: {}", f.fix)?;
+        }
+        if m.findings.len() > shown {
+            let rest = &m.findings[shown..];
+            let bytes = rest.iter().map(|f| f.bytes).fold(0u64, u64::saturating_add);
+            writeln!(
+                out,
+                "    ... and {} more findings ({} at stake; --verbose lists them)",
+                rest.len(),
+                human_bytes(bytes)
+            )?;
         }
     }
 
@@ -355,22 +373,52 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         m.parameters.len(),
         human_bytes(m.parameter_shape_bytes)
     )?;
-    let rows: Vec<[String; 5]> = m
-        .parameters
-        .iter()
-        .take(LISTED)
-        .map(|p| {
-            [
-                format!("#{}", p.number),
-                one_line(p.op_name.as_deref().unwrap_or(&p.name)),
-                p.shape.to_string(),
-                human_bytes(p.bytes),
-                p.source.clone().unwrap_or_default(),
-            ]
-        })
-        .collect();
-    write_table(out, &rows)?;
-    more(out, m.parameters.len())?;
+    if !m.arguments.is_empty() && !options.verbose {
+        // By JAX argument: what donate_argnums names.
+        let rows: Vec<[String; 4]> = m
+            .arguments
+            .iter()
+            .map(|a| {
+                let donated = match a.donated {
+                    0 => "not donated".to_string(),
+                    n if n == a.parameters => "donated".to_string(),
+                    n => format!("{n} of them donated"),
+                };
+                [
+                    format!("argument {} `{}`", a.argnum, one_line(&a.name)),
+                    if a.parameters == 1 {
+                        "1 array".into()
+                    } else {
+                        format!("{} arrays", a.parameters)
+                    },
+                    human_bytes(a.bytes),
+                    donated,
+                ]
+            })
+            .collect();
+        write_table(out, &rows)?;
+    } else {
+        let listed = if options.verbose { usize::MAX } else { LISTED };
+        let rows: Vec<[String; 5]> = m
+            .parameters
+            .iter()
+            .take(listed)
+            .map(|p| {
+                [
+                    format!("#{}", p.number),
+                    one_line(p.op_name.as_deref().unwrap_or(&p.name)),
+                    p.shape.to_string(),
+                    human_bytes(p.bytes),
+                    p.source
+                        .as_deref()
+                        .map(super::short_path)
+                        .unwrap_or_default(),
+                ]
+            })
+            .collect();
+        write_table(out, &rows)?;
+        more(out, m.parameters.len(), listed)?;
+    }
 
     writeln!(out)?;
     writeln!(
@@ -379,10 +427,15 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         m.outputs.len(),
         human_bytes(m.result_shape_bytes)
     )?;
+    let listed = if options.verbose {
+        usize::MAX
+    } else {
+        OUTPUTS_SHOWN
+    };
     let rows: Vec<[String; 4]> = m
         .outputs
         .iter()
-        .take(LISTED)
+        .take(listed)
         .map(|o| {
             let index: Vec<String> = o.index.iter().map(u64::to_string).collect();
             let alias = o
@@ -399,7 +452,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         })
         .collect();
     write_table(out, &rows)?;
-    more(out, m.outputs.len())?;
+    more(out, m.outputs.len(), listed)?;
 
     if let Some(v) = &m.verification {
         writeln!(out)?;

@@ -1,0 +1,517 @@
+//! What uses the memory, in the user's terms: the buffers live at the peak
+//! grouped by source line (with the user's own calling line), by scope (the
+//! `op_name` path as a tree, forward and backward told apart) and by role
+//! (parameters, optimizer state, activations kept for the backward pass,
+//! gradients, ...).
+//!
+//! Every group is a sum of whole buffers, so each breakdown adds up to the
+//! live peak exactly; nothing is dropped (a buffer with no source line is in
+//! the group without one).
+
+pub mod arguments;
+mod role;
+pub mod scope;
+pub mod source;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::analysis::{BufferKind, MemoryModel};
+use crate::hlo::{Module, Opcode, SourceLocation};
+pub use role::Role;
+pub use scope::Phase;
+
+/// The peak, grouped three ways, plus what the grouping learned about the
+/// program.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct PeakUsage {
+    /// The module differentiates (some op is in a `transpose(...)`): a training step.
+    pub training: bool,
+    /// Some op is inside `jax.checkpoint` / `remat`: the program already
+    /// recomputes activations instead of keeping them.
+    pub rematerialized: bool,
+    /// The pass the peak falls in.
+    pub phase: Phase,
+    /// Largest first.
+    pub by_source: Vec<SourceGroup>,
+    /// Largest first.
+    pub by_role: Vec<RoleGroup>,
+    /// The `op_name` scopes as a tree; the root holds the whole live peak.
+    pub by_scope: ScopeNode,
+    /// Facts about each buffer live at the peak, in the order of
+    /// `MemoryModel::peak.buffers` (the report copies them onto its rows).
+    #[serde(skip)]
+    pub buffers: Vec<BufferUse>,
+}
+
+/// Sizes shared by every kind of group.
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
+pub struct GroupSize {
+    pub bytes: u64,
+    /// `bytes` over the live peak, between 0 and 1.
+    pub share: f64,
+    pub buffers: usize,
+    /// The shape of the group's largest buffer.
+    pub shape: String,
+    /// The instruction defining the group's largest buffer.
+    pub largest: String,
+    /// The size of that buffer (the group keeps the first one of that size).
+    #[serde(skip)]
+    largest_bytes: u64,
+}
+
+/// Buffers made by one line of code, called from one line of the user's.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct SourceGroup {
+    /// The innermost frame, `file:line` (often a library's line); absent for
+    /// buffers the dump gives no line for (mostly arguments).
+    pub source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<String>,
+    /// The innermost frame in the user's own code (outside installed packages
+    /// and Python itself); equal to `source` when that is the user's.
+    pub caller: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_function: Option<String>,
+    /// For the arguments' buffers, which have no line: the JAX argument.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<String>,
+    /// Values XLA made with no line of their own (materialized iotas and
+    /// broadcasts, layout copies), charged to the line of their first user.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub made_by_xla: bool,
+    /// The `op_name` of the largest buffer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub op_name: Option<String>,
+    #[serde(flatten)]
+    pub size: GroupSize,
+}
+
+impl SourceGroup {
+    /// `flax/linen/stochastic.py:105 (Dropout.__call__) ← train.py:40 (Block.__call__)`,
+    /// `argument params`, `made by XLA for ...`: the group as people read it.
+    pub fn place(&self) -> String {
+        let site = |location: &str, function: &Option<String>| match function {
+            Some(f) => format!("{} ({f})", source::short(location)),
+            None => source::short(location),
+        };
+        let place = match (&self.source, &self.caller, &self.argument) {
+            (None, _, Some(a)) => format!("argument `{a}`"),
+            (None, _, None) => "(no source line)".to_string(),
+            (Some(s), Some(c), _) if s != c => {
+                format!(
+                    "{} ← {}",
+                    site(s, &self.function),
+                    site(c, &self.caller_function)
+                )
+            }
+            (Some(s), _, _) => site(s, &self.function),
+        };
+        if self.made_by_xla {
+            format!("made by XLA for {place}")
+        } else {
+            place
+        }
+    }
+}
+
+/// Buffers of one role.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct RoleGroup {
+    pub role: Role,
+    #[serde(flatten)]
+    pub size: GroupSize,
+    /// For inputs: each JAX argument's share, largest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arguments: Vec<ArgumentBytes>,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ArgumentBytes {
+    pub name: String,
+    pub bytes: u64,
+    pub buffers: usize,
+}
+
+/// One scope of the `op_name` tree and what is live under it.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ScopeNode {
+    pub name: String,
+    #[serde(flatten)]
+    pub size: GroupSize,
+    /// Of `bytes`: made in the forward pass (kept for the backward pass).
+    pub forward_bytes: u64,
+    /// Of `bytes`: made in the backward pass.
+    pub backward_bytes: u64,
+    /// Of `bytes`: neither (the optimizer update, arguments, inference).
+    pub outside_bytes: u64,
+    /// Largest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub children: Vec<ScopeNode>,
+}
+
+/// What the grouping knows about one buffer live at the peak.
+#[derive(Debug, Clone)]
+pub struct BufferUse {
+    pub bytes: u64,
+    pub shape: String,
+    pub instruction: String,
+    pub op_name: Option<String>,
+    pub stack: Vec<SourceLocation>,
+    /// The op carries no source line (XLA made it: a materialized iota, a
+    /// layout copy); `stack` is then that of the first op that uses it.
+    pub made_by_xla: bool,
+    pub phase: Phase,
+    pub role: Role,
+    /// For arguments: the JAX argument (`params`).
+    pub argument: Option<String>,
+}
+
+impl BufferUse {
+    pub fn source(&self) -> Option<&SourceLocation> {
+        self.stack.first()
+    }
+    pub fn caller(&self) -> Option<&SourceLocation> {
+        source::caller(&self.stack)
+    }
+    fn scope_path(&self) -> Vec<String> {
+        match (&self.argument, &self.op_name) {
+            (Some(argument), _) => vec!["arguments".into(), argument.clone()],
+            (None, Some(op)) => scope::path(op),
+            (None, None) => vec!["(no op_name)".into()],
+        }
+    }
+}
+
+/// Values XLA made without a source line are charged to the code that uses
+/// them: the first op reading them, in schedule order, whose line is known.
+fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [BufferUse]) {
+    let orphans: Vec<usize> = (0..buffers.len())
+        .filter(|&i| buffers[i].stack.is_empty() && buffers[i].argument.is_none())
+        .collect();
+    if orphans.is_empty() {
+        return;
+    }
+    let wanted: HashMap<crate::hlo::InstrId, Vec<usize>> =
+        orphans.iter().fold(HashMap::new(), |mut map, &i| {
+            map.entry(model.peak.buffers[i].instruction)
+                .or_default()
+                .push(i);
+            map
+        });
+    let mut found: HashMap<crate::hlo::InstrId, Vec<SourceLocation>> = HashMap::new();
+    // A fusion without metadata often fuses ops that have it: its root first.
+    for &instr in wanted.keys() {
+        for &(_, callee) in module.instr(instr).called.iter() {
+            let comp = module.comp(callee);
+            let stack = std::iter::once(comp.root)
+                .chain(comp.instructions.iter().rev().copied())
+                .map(|i| module.stack(i))
+                .find(|s| !s.is_empty());
+            if let Some(stack) = stack {
+                found.insert(instr, stack);
+                break;
+            }
+        }
+    }
+    for &user in &model.schedule.order {
+        let operands = &module.instr(user).operands;
+        if !operands
+            .iter()
+            .any(|o| wanted.contains_key(o) && !found.contains_key(o))
+        {
+            continue;
+        }
+        let stack = module.stack(user);
+        if stack.is_empty() {
+            continue;
+        }
+        for o in operands {
+            if wanted.contains_key(o) {
+                found.entry(*o).or_insert_with(|| stack.clone());
+            }
+        }
+        if found.len() == wanted.len() {
+            break;
+        }
+    }
+    for (instr, indices) in wanted {
+        if let Some(stack) = found.get(&instr) {
+            for i in indices {
+                buffers[i].stack = stack.clone();
+                buffers[i].made_by_xla = true;
+            }
+        }
+    }
+}
+
+/// Groups the buffers live at `model`'s peak.
+pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
+    // The text is searched instead of every instruction's metadata: these
+    // wrappers appear nowhere but in op_names.
+    let training = module.text.contains("transpose(jvp(");
+    let rematerialized = [
+        "remat(",
+        "checkpoint(",
+        "/checkpoint/",
+        "rematted_computation",
+    ]
+    .iter()
+    .any(|w| module.text.contains(w));
+    let arguments = arguments::jax_arguments(module);
+    let argument_of: HashMap<_, _> = module
+        .entry()
+        .parameters
+        .iter()
+        .zip(&arguments)
+        .map(|(&p, a)| (p, a.as_ref().map(|(name, _)| name.clone())))
+        .collect();
+    let names: std::collections::HashSet<&str> = arguments
+        .iter()
+        .flatten()
+        .map(|(name, _)| name.as_str())
+        .collect();
+    let buffers: Vec<BufferUse> = model
+        .peak
+        .buffers
+        .iter()
+        .map(|b| {
+            let instr = module.instr(b.instruction);
+            let (op_name, _) = module.origin(b.instruction);
+            let phase = op_name.as_deref().map_or(Phase::Outside, scope::phase);
+            let is_entry_parameter =
+                instr.opcode == Opcode::Parameter && instr.computation == module.entry;
+            let argument = if is_entry_parameter {
+                Some(
+                    argument_of
+                        .get(&b.instruction)
+                        .cloned()
+                        .flatten()
+                        .unwrap_or_else(|| instr.name.clone()),
+                )
+            } else {
+                // A copy of an argument (a layout change) keeps its op_name.
+                op_name
+                    .as_deref()
+                    .filter(|op| !op.contains('/'))
+                    .map(arguments::top_name)
+                    .filter(|top| names.contains(top.as_str()))
+            };
+            let role = role::of(b.kind, phase, training, op_name.as_deref());
+            BufferUse {
+                bytes: b.bytes,
+                shape: instr
+                    .shape
+                    .subshape(&b.index)
+                    .map_or_else(|| instr.shape.to_string(), |s| s.to_string()),
+                instruction: instr.name.clone(),
+                stack: if b.kind == BufferKind::Parameter && is_entry_parameter {
+                    Vec::new() // an argument's frames are where jit was called, not what made it
+                } else {
+                    module.stack(b.instruction)
+                },
+                made_by_xla: false,
+                op_name,
+                phase,
+                role,
+                argument,
+            }
+        })
+        .collect();
+    let mut buffers = buffers;
+    attribute_xla_made(module, model, &mut buffers);
+    let live_peak = model.totals.live_peak_bytes;
+    let phase = model
+        .peak
+        .instruction
+        .and_then(|i| module.op_name(i))
+        .map_or(Phase::Outside, |op| scope::phase(&op));
+    PeakUsage {
+        training,
+        rematerialized,
+        phase,
+        by_source: by_source(&buffers, live_peak),
+        by_role: role::groups(&buffers, live_peak),
+        by_scope: by_scope(&buffers, live_peak),
+        buffers,
+    }
+}
+
+impl GroupSize {
+    /// Adds a buffer; the first one added of the largest size names the group.
+    fn add(&mut self, b: &BufferUse) {
+        self.bytes = self.bytes.saturating_add(b.bytes);
+        self.buffers += 1;
+        if self.buffers == 1 || b.bytes > self.largest_bytes {
+            self.largest_bytes = b.bytes;
+            self.shape = b.shape.clone();
+            self.largest = b.instruction.clone();
+        }
+    }
+
+    fn finish(&mut self, live_peak: u64) {
+        self.share = if live_peak == 0 {
+            0.0
+        } else {
+            self.bytes as f64 / live_peak as f64
+        };
+    }
+}
+
+/// Groups keyed by any key, in first-seen order, then sorted largest first
+/// (ties keep first-seen order, so output is deterministic).
+fn group_by<K: std::hash::Hash + Eq + Clone>(
+    buffers: &[BufferUse],
+    key: impl Fn(&BufferUse) -> K,
+    live_peak: u64,
+) -> Vec<(K, GroupSize, usize)> {
+    let mut index: HashMap<K, usize> = HashMap::new();
+    let mut groups: Vec<(K, GroupSize, usize)> = Vec::new();
+    for (i, b) in buffers.iter().enumerate() {
+        let k = key(b);
+        let g = *index.entry(k.clone()).or_insert_with(|| {
+            groups.push((k, GroupSize::default(), i));
+            groups.len() - 1
+        });
+        groups[g].1.add(b);
+    }
+    for g in &mut groups {
+        g.1.finish(live_peak);
+    }
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1.bytes));
+    groups
+}
+
+fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
+    let key = |b: &BufferUse| {
+        (
+            b.source().map(ToString::to_string),
+            b.caller().map(ToString::to_string),
+            b.argument.clone().filter(|_| b.stack.is_empty()),
+            b.made_by_xla,
+        )
+    };
+    group_by(buffers, key, live_peak)
+        .into_iter()
+        .map(|((source, caller, argument, made_by_xla), size, first)| {
+            let b = &buffers[first];
+            SourceGroup {
+                argument,
+                made_by_xla,
+                function: b.source().and_then(|l| l.function.clone()),
+                caller_function: b.caller().and_then(|l| l.function.clone()),
+                op_name: buffers
+                    .iter()
+                    .find(|x| x.instruction == size.largest)
+                    .and_then(|x| x.op_name.clone()),
+                source,
+                caller,
+                size,
+            }
+        })
+        .collect()
+}
+
+fn by_scope(buffers: &[BufferUse], live_peak: u64) -> ScopeNode {
+    let mut root = ScopeNode::new("(all)");
+    for b in buffers {
+        let mut node = &mut root;
+        node.add(b);
+        for name in b.scope_path() {
+            let i = match node.children.iter().position(|c| c.name == name) {
+                Some(i) => i,
+                None => {
+                    node.children.push(ScopeNode::new(&name));
+                    node.children.len() - 1
+                }
+            };
+            node = &mut node.children[i];
+            node.add(b);
+        }
+    }
+    root.finish(live_peak);
+    root
+}
+
+impl ScopeNode {
+    fn new(name: &str) -> ScopeNode {
+        ScopeNode {
+            name: name.to_string(),
+            size: GroupSize::default(),
+            forward_bytes: 0,
+            backward_bytes: 0,
+            outside_bytes: 0,
+            children: Vec::new(),
+        }
+    }
+
+    fn add(&mut self, b: &BufferUse) {
+        self.size.add(b);
+        let phase_bytes = match b.phase {
+            Phase::Forward => &mut self.forward_bytes,
+            Phase::Backward => &mut self.backward_bytes,
+            Phase::Outside => &mut self.outside_bytes,
+        };
+        *phase_bytes = phase_bytes.saturating_add(b.bytes);
+    }
+
+    fn finish(&mut self, live_peak: u64) {
+        self.size.finish(live_peak);
+        self.children
+            .sort_by_key(|c| std::cmp::Reverse(c.size.bytes));
+        for c in &mut self.children {
+            c.finish(live_peak);
+        }
+    }
+}
+
+/// Where the forward pass's values live at the peak: the deepest scope
+/// holding most of them, and how they spread over its children (the layers).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ActivationScope {
+    /// `train_step/GPT`: scopes joined by `/`.
+    pub path: String,
+    /// Forward-pass bytes under it.
+    pub bytes: u64,
+    /// Its children holding the most forward bytes (at most four).
+    pub largest_children: Vec<(String, u64)>,
+    pub children: usize,
+}
+
+impl PeakUsage {
+    /// The scope whose forward values dominate the peak, if any are live.
+    pub fn activation_scope(&self) -> Option<ActivationScope> {
+        let mut node = &self.by_scope;
+        let mut path: Vec<&str> = Vec::new();
+        if node.forward_bytes == 0 {
+            return None;
+        }
+        // Go down while one child holds more than half of the forward bytes.
+        while let Some(child) = node
+            .children
+            .iter()
+            .max_by_key(|c| c.forward_bytes)
+            .filter(|c| c.forward_bytes * 2 > node.forward_bytes)
+        {
+            path.push(&child.name);
+            node = child;
+        }
+        let mut children: Vec<&ScopeNode> = node
+            .children
+            .iter()
+            .filter(|c| c.forward_bytes > 0)
+            .collect();
+        children.sort_by_key(|c| std::cmp::Reverse(c.forward_bytes));
+        Some(ActivationScope {
+            path: path.join("/"),
+            bytes: node.forward_bytes,
+            largest_children: children
+                .iter()
+                .take(4)
+                .map(|c| (c.name.clone(), c.forward_bytes))
+                .collect(),
+            children: children.len(),
+        })
+    }
+}
