@@ -12,5 +12,6 @@ mod html;
 mod parse;
 mod samples;
 mod schema;
+mod stdin;
 mod support;
 mod verify_reports;
