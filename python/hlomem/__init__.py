@@ -114,9 +114,7 @@ def _source(x: Input) -> tuple[Source, bool]:
         # (HloModule, or StableHLO's `module @...`, which hlomem then refuses
         # with advice) is text even on one line.
         head = x.lstrip()
-        if "\n" in x or head.startswith(
-            ("HloModule", "module ", "module@", "func.func")
-        ):
+        if "\n" in x or head.startswith(("HloModule", "module ", "module@", "func.func")):
             return Source("-", x.encode("utf-8")), False
         return _path_source(x)
     as_text = getattr(x, "as_text", None)
@@ -179,8 +177,7 @@ def analyze(x: Input) -> Report | list[Report]:
         raise failure(process)
     if process.returncode == 2:
         warnings.warn(
-            "hlomem could not analyze every module:\n"
-            + process.stderr.decode("utf-8", "replace"),
+            "hlomem could not analyze every module:\n" + process.stderr.decode("utf-8", "replace"),
             HlomemWarning,
             stacklevel=2,
         )
@@ -193,9 +190,7 @@ def analyze(x: Input) -> Report | list[Report]:
 
 def _budget_arg(budget: str | int) -> str:
     if isinstance(budget, bool) or not isinstance(budget, (str, int)):
-        raise TypeError(
-            f"budget is a size like '16GiB' or a number of bytes, not {budget!r}"
-        )
+        raise TypeError(f"budget is a size like '16GiB' or a number of bytes, not {budget!r}")
     if isinstance(budget, int) and budget < 1:
         raise ValueError(f"budget must be at least 1 byte, not {budget}")
     return str(budget)
@@ -240,9 +235,7 @@ def assert_fits(
     return result
 
 
-def explain(
-    message_text: str | BaseException, dump: PathArg | None = None
-) -> Explanation:
+def explain(message_text: str | BaseException, dump: PathArg | None = None) -> Explanation:
     """Explains an out-of-memory message (``str(e)`` of the
     ``XlaRuntimeError``; a whole traceback or log is fine) in plain words,
     with ranked advice. With ``dump``, the XLA dump folder of the program that

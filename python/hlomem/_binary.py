@@ -73,9 +73,7 @@ def find_binary() -> str:
     )
 
 
-def run(
-    args: Sequence[str], stdin: bytes | None = None
-) -> subprocess.CompletedProcess[bytes]:
+def run(args: Sequence[str], stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """Runs ``hlomem ARGS`` without colors, ``stdin`` on its standard input,
     and returns it finished, whatever its exit code (the callers give the
     codes their meaning: 0 ok, 1 a check failed, 2 input error)."""

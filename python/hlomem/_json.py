@@ -38,9 +38,7 @@ class JsonObject:
 
     def __init__(self, data: Mapping[str, Any]) -> None:
         if not isinstance(data, Mapping):
-            raise TypeError(
-                f"{type(self).__name__} wraps a JSON object, not {type(data).__name__}"
-            )
+            raise TypeError(f"{type(self).__name__} wraps a JSON object, not {type(data).__name__}")
         self._data = data
 
     def __getattr__(self, name: str) -> Any:

@@ -175,7 +175,9 @@ class Report(_Rendered):
 
     def __repr__(self) -> str:
         codes = [f.code for f in self.findings]
-        return f"Report(name={self.name!r}, total_bytes={self.memory.total_bytes}, findings={codes})"
+        return (
+            f"Report(name={self.name!r}, total_bytes={self.memory.total_bytes}, findings={codes})"
+        )
 
 
 class FindingRef(JsonObject):

@@ -10,6 +10,7 @@ mod gate;
 mod hostile;
 mod html;
 mod parse;
+mod python;
 mod samples;
 mod schema;
 mod stdin;
