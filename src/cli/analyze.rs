@@ -22,10 +22,7 @@ pub fn load(
     verify: bool,
     term: Terminal,
 ) -> Result<Report, u8> {
-    let stdin = match read_stdin_if_named(paths) {
-        Ok(bytes) => bytes,
-        Err(code) => return Err(code),
-    };
+    let stdin = read_stdin_if_named(paths)?;
     let mut inputs = hlomem::pipeline::inputs::collect_with_stdin(paths, stdin);
     if let Some(pattern) = &selection.module {
         let glob = match globset::Glob::new(pattern) {

@@ -31,7 +31,10 @@ fn the_python_package_takes_the_crates_version() {
     assert!(project.contains(&r#"name = "hlomem""#));
     let maturin = table(&pyproject, "tool.maturin");
     assert!(maturin.contains(&r#"bindings = "bin""#), "{maturin:?}");
-    assert!(maturin.contains(&r#"python-source = "python""#), "{maturin:?}");
+    assert!(
+        maturin.contains(&r#"python-source = "python""#),
+        "{maturin:?}"
+    );
     // Typed: the marker ships in the package.
     assert!(root().join("python/hlomem/py.typed").is_file());
     assert!(root().join("python/hlomem/__init__.py").is_file());
