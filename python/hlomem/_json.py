@@ -25,7 +25,9 @@ class JsonObject:
 
     ``obj.field`` is the JSON's ``"field"``: nested objects come back as
     :class:`JsonObject` (the typed subclass where the class declares the
-    field), arrays as lists, numbers as exact ``int``. ``obj["field"]`` works
+    field), arrays as lists, numbers as exact ``int``. A declared list or
+    ``| None`` field that the JSON leaves out (it omits some empty ones)
+    reads as ``[]`` or ``None``. ``obj["field"]`` works
     too, for names that are not identifiers; :meth:`to_json` gives the plain
     data. Objects are read-only views of the JSON they were made from.
     """
@@ -46,14 +48,21 @@ class JsonObject:
         # `_repr_html_` and others); JSON fields never start with `_`.
         if name.startswith("_"):
             raise AttributeError(name)
+        hint = _field_types(type(self)).get(name)
         try:
             value = self._data[name]
         except KeyError:
+            # The JSON leaves out empty lists and nulls of some fields; a
+            # declared field reads as its empty value then.
+            if hint is not None and _is_list(hint):
+                return []
+            if hint is not None and _is_union(hint) and type(None) in typing.get_args(hint):
+                return None
             fields = ", ".join(sorted(self._data)) or "none"
             raise AttributeError(
                 f"{type(self).__name__} has no field {name!r} (fields: {fields})"
             ) from None
-        return _wrap(value, _field_types(type(self)).get(name))
+        return _wrap(value, hint)
 
     def __getitem__(self, name: str) -> Any:
         return _wrap(self._data[name], _field_types(type(self)).get(name))
@@ -109,6 +118,11 @@ def _field_types(cls: type) -> dict[str, Any]:
         }
         _FIELD_TYPES[cls] = fields
     return fields
+
+
+def _is_list(hint: Any) -> bool:
+    """`list[X]`, or `list[X] | None`."""
+    return _item_hint(hint) is not None
 
 
 def _is_union(hint: Any) -> bool:
