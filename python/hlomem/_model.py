@@ -71,7 +71,8 @@ class _Rendered(JsonObject):
         return self._texts[fmt]
 
     def __str__(self) -> str:
-        return self._render("text")
+        # One built from plain data has no command to run again.
+        return repr(self) if self._source is None else self._render("text")
 
 
 class SpaceBytes(JsonObject):
@@ -141,7 +142,8 @@ class Report(_Rendered):
     """One module's analysis: ``hlomem analyze --format json``'s ``modules[i]``.
 
     ``str(report)`` is the text report, ``report.html()`` (and Jupyter's
-    display) the HTML report with its chart of memory over the schedule.
+    display) the HTML report with its chart of memory over the schedule; each
+    runs the analysis again in that format the first time it is asked for.
     """
 
     _schema = ("analyze", "ModuleReport")

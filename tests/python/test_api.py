@@ -181,3 +181,15 @@ def test_explain_a_real_oom_message(repo_root: Path) -> None:
     assert hlomem.explain(RuntimeError(message)).requested_bytes == 14787872288
     with pytest.raises(hlomem.HlomemError, match="no out-of-memory message"):
         hlomem.explain("all is well")
+
+
+def test_objects_built_from_plain_data() -> None:
+    """The views need no binary: fields the JSON leaves out when empty read
+    as empty, and `str()` of one hlomem did not make is its repr."""
+    report = hlomem.Report({"name": "m", "memory": {"total_bytes": 1}, "findings": []})
+    assert report.memory.total_bytes == 1
+    assert isinstance(report.memory, hlomem.Memory)
+    assert report.notes == []
+    assert str(report) == repr(report) == "Report(name='m', total_bytes=1, findings=[])"
+    with pytest.raises(ValueError, match="not made by hlomem"):
+        report.html()
