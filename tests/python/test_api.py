@@ -193,3 +193,14 @@ def test_objects_built_from_plain_data() -> None:
     assert str(report) == repr(report) == "Report(name='m', total_bytes=1, findings=[])"
     with pytest.raises(ValueError, match="not made by hlomem"):
         report.html()
+
+
+def test_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HLOMEM_BIN", "/no/such/hlomem")
+    with pytest.raises(hlomem.BinaryNotFound, match="HLOMEM_BIN=/no/such/hlomem"):
+        hlomem.analyze("HloModule m\n")
+    monkeypatch.delenv("HLOMEM_BIN", raising=False)
+    monkeypatch.setattr("hlomem._binary._candidates", list)
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(hlomem.BinaryNotFound, match="pip install hlomem"):
+        hlomem.find_binary()
