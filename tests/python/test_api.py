@@ -204,3 +204,13 @@ def test_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("PATH", "")
     with pytest.raises(hlomem.BinaryNotFound, match="pip install hlomem"):
         hlomem.find_binary()
+
+
+def test_explain_with_the_dump_links_buffers(repo_root: Path) -> None:
+    message = (repo_root / "samples/oom/gpu_add_small.txt").read_text()
+    explanation = hlomem.explain(message, dump=repo_root / "samples/add_nodonate/dump")
+    dump = explanation.explanation.dump
+    assert dump.module == "jit_fn"
+    assert len(dump.buffers) == 3
+    assert dump.buffers[0].instruction == "wrapped_add"
+    assert "wrapped_add" in str(explanation)
