@@ -2,11 +2,13 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hlomem::render::{self, AnalyzeFormat, RenderOptions};
 use hlomem::report::Report;
 use hlomem::AnalyzeOptions;
 
+use super::stdin::read_stdin;
 use super::{write_out, Selection, Terminal, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
 
 /// More modules or bytes than this get a progress bar (on a terminal).
@@ -20,7 +22,8 @@ pub fn load(
     verify: bool,
     term: Terminal,
 ) -> Result<Report, u8> {
-    let mut inputs = hlomem::pipeline::inputs::collect(paths);
+    let stdin = read_stdin_if_named(paths)?;
+    let mut inputs = hlomem::pipeline::inputs::collect_with_stdin(paths, stdin);
     if let Some(pattern) = &selection.module {
         let glob = match globset::Glob::new(pattern) {
             Ok(g) => g.compile_matcher(),
@@ -76,6 +79,25 @@ pub fn load(
         let _ = writeln!(stderr, "{}", error.error.render(term.stderr_color));
     }
     Ok(report)
+}
+
+/// Standard input's bytes when `-` is among `paths` (it can be read once, so
+/// once only); the pipeline analyzes them as the module `<stdin>`.
+fn read_stdin_if_named(paths: &[PathBuf]) -> Result<Option<Arc<[u8]>>, u8> {
+    match paths.iter().filter(|p| p.as_os_str() == "-").count() {
+        0 => Ok(None),
+        1 => match read_stdin("HLO text (`compiled.as_text()`)") {
+            Ok(bytes) => Ok(Some(bytes.into())),
+            Err(e) => {
+                eprintln!("error: {e}");
+                Err(EXIT_INPUT_ERROR)
+            }
+        },
+        _ => {
+            eprintln!("error: `-` (standard input) can be given once");
+            Err(EXIT_INPUT_ERROR)
+        }
+    }
 }
 
 /// `analyze`'s own options.

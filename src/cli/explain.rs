@@ -1,12 +1,13 @@
 //! `hlomem explain`.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use hlomem::oom;
 use hlomem::render::{self, ExplainFormat, RenderOptions};
 use hlomem::report::explain::ExplainReport;
 
+use super::stdin::read_stdin;
 use super::{EXIT_INPUT_ERROR, EXIT_OK};
 
 pub fn run(
@@ -18,8 +19,10 @@ pub fn run(
 ) -> u8 {
     let mut stderr = std::io::stderr().lock();
     let (name, bytes) = match input.as_deref() {
-        None => ("standard input".to_string(), read_stdin()),
-        Some(p) if p.as_os_str() == "-" => ("standard input".to_string(), read_stdin()),
+        None => ("standard input".to_string(), read_stdin("the message")),
+        Some(p) if p.as_os_str() == "-" => {
+            ("standard input".to_string(), read_stdin("the message"))
+        }
         Some(p) => (
             p.display().to_string(),
             std::fs::read(p).map_err(|e| format!("cannot read {}: {e}", p.display())),
@@ -64,47 +67,4 @@ pub fn run(
         }
     }
     EXIT_OK
-}
-
-fn read_stdin() -> Result<Vec<u8>, String> {
-    let stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        eprintln!("hlomem: reading the message from the terminal; paste it, then press Ctrl-D");
-    }
-    let mut bytes = Vec::new();
-    stdin
-        .lock()
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read standard input: {e}"))?;
-    if bytes.is_empty() {
-        let what = if stdin_is_closed() {
-            "closed (or /dev/null)"
-        } else {
-            "empty"
-        };
-        return Err(format!(
-            "standard input is {what}; give the message as a file, or pipe it in"
-        ));
-    }
-    Ok(bytes)
-}
-
-/// Rust opens /dev/null in place of a closed standard input, so a closed one
-/// reads as empty; this tells them apart from an empty pipe.
-#[cfg(unix)]
-fn stdin_is_closed() -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (
-        std::fs::metadata("/dev/stdin"),
-        std::fs::metadata("/dev/null"),
-    ) {
-        (Ok(i), Ok(n)) => i.dev() == n.dev() && i.ino() == n.ino(),
-        (Err(_), _) => true,
-        _ => false,
-    }
-}
-
-#[cfg(not(unix))]
-fn stdin_is_closed() -> bool {
-    false
 }

@@ -85,6 +85,10 @@ pub fn diff(
         Ok(l) => l,
         Err(code) => return code,
     };
+    if old.as_os_str() == "-" && new.as_os_str() == "-" {
+        eprintln!("error: `-` (standard input) can be only one side of a diff");
+        return EXIT_INPUT_ERROR;
+    }
     let (old_report, new_report) = match (
         load(&[old.to_path_buf()], selection, false, term),
         load(&[new.to_path_buf()], selection, false, term),

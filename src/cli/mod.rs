@@ -20,6 +20,7 @@ mod analyze;
 mod args;
 mod explain;
 mod gate;
+mod stdin;
 
 /// Static memory analysis of XLA HLO dumps.
 #[derive(Debug, Parser)]
@@ -68,7 +69,8 @@ enum Command {
     /// Memory XLA will need for each module of a dump: totals, the live peak,
     /// findings, parameters and outputs.
     Analyze {
-        /// Dump folders (XLA_FLAGS=--xla_dump_to=DIR) or HLO text files.
+        /// Dump folders (XLA_FLAGS=--xla_dump_to=DIR) or HLO text files; `-` reads
+        /// HLO text (`compiled.as_text()`) from standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         #[command(flatten)]
@@ -99,7 +101,7 @@ enum Command {
     /// Fail (exit 1) when a module needs more memory than a budget, or has findings
     /// that must not appear.
     Check {
-        /// Dump folders or HLO text files.
+        /// Dump folders or HLO text files; `-` reads HLO text from standard input.
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// One device's memory: `16GiB` (or `16G`: powers of 1024), `80GB` (powers
@@ -124,9 +126,10 @@ enum Command {
     /// What changed between two dumps of the same program: totals, what holds the
     /// peak (by source line and role), findings.
     Diff {
-        /// The dump (folder or file) before the change.
+        /// The dump (folder or file) before the change; `-` reads HLO text from
+        /// standard input.
         old: PathBuf,
-        /// The dump after the change.
+        /// The dump after the change (or `-`).
         new: PathBuf,
         /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, `100M`, bytes).
         #[arg(long, value_name = "SIZE")]

@@ -41,7 +41,10 @@ const MAX_NESTING: usize = 200;
 pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
     let text = file.text.as_str();
     let module = HloParser::parse(Rule::module, text)
-        .map_err(|e| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))?
+        .map_err(|e| {
+            mlir_error(file)
+                .unwrap_or_else(|| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))
+        })?
         .next()
         .expect("a successful parse of Rule::module yields one pair");
     let mut outline = Outline {
@@ -93,6 +96,48 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
         }
     }
     Ok(outline)
+}
+
+/// StableHLO and other MLIR text (`module @jit_f attributes {...} {`,
+/// `func.func`) is what `jax.jit(f).lower(...).as_text()` gives, the first
+/// thing people try; it is not the HLO XLA compiles it to, and has no buffer
+/// assignment to reproduce. Said plainly rather than as a syntax error.
+/// Only asked after the grammar refused a file, so it costs valid files nothing.
+fn mlir_error(file: &SourceFile) -> Option<Error> {
+    let text = file.text.as_str();
+    // The first line that is not blank or a comment (MLIR's `//`, `#loc` aliases).
+    let mut offset = 0;
+    let first = text.split_inclusive('\n').find_map(|line| {
+        let start = offset;
+        offset += line.len();
+        let trimmed = line.trim_start();
+        let skip =
+            trimmed.trim().is_empty() || trimmed.starts_with("//") || trimmed.starts_with('#');
+        (!skip).then(|| (start + line.len() - trimmed.len(), trimmed))
+    })?;
+    let (at, line) = first;
+    let token = [
+        "module @",
+        "module {",
+        "module attributes",
+        "func.func",
+        "\"builtin.module\"",
+    ]
+    .into_iter()
+    .find(|t| line.starts_with(t))?;
+    let token_len = token.trim_end_matches([' ', '@', '{']).len();
+    Some(
+        Error::at(
+            file,
+            at..at + token_len,
+            "this is StableHLO (MLIR), not HLO text",
+            "an MLIR module: what `lowered.as_text()` gives",
+        )
+        .with_note(
+            "hlomem reads the HLO XLA compiles it to: pass `jax.jit(f).lower(...).compile().as_text()`, \
+             or a dump folder (XLA_FLAGS=--xla_dump_to=DIR)",
+        ),
+    )
 }
 
 fn line<'a>(pair: &Pair<'a, Rule>) -> Line<'a> {
@@ -386,6 +431,28 @@ pub fn describe(rule: Rule) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mlir_text_is_named_stablehlo() {
+        let title = |text: &str| match outline(&SourceFile::from_text("f", text.to_string())) {
+            Err(Error::Input(d)) => d.title.clone(),
+            Err(other) => other.to_string(),
+            Ok(_) => "parsed".to_string(),
+        };
+        for text in [
+            "module @jit_f attributes {mhlo.num_partitions = 1 : i32} {\n}\n",
+            "// a comment\n\n  module {\n  func.func @main() {\n}\n}\n",
+            "#loc = loc(unknown)\nfunc.func public @main(%arg0: tensor<4xf32>) {\n}\n",
+        ] {
+            assert_eq!(
+                title(text),
+                "this is StableHLO (MLIR), not HLO text",
+                "{text}"
+            );
+        }
+        // Text that merely mentions MLIR is not MLIR.
+        assert!(title("Traceback: func.func failed\n").starts_with("expected the header"));
+    }
 
     /// Parses `input` with `rule` and checks the rule consumed all of it.
     fn parses_fully(rule: Rule, input: &str) -> bool {

@@ -5,6 +5,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What standard input is called in messages and reports (`hlomem analyze -`).
+pub const STDIN_NAME: &str = "<stdin>";
 
 /// One module to analyze.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +21,9 @@ pub struct Input {
     /// Why this input cannot be read as a module (a folder without modules,
     /// a FIFO named like one): reported as its error, never read.
     pub unreadable: Option<String>,
+    /// The module's bytes when the command line read them already (standard
+    /// input, which can be read only once); `None`: the pipeline reads `path`.
+    pub bytes: Option<Arc<[u8]>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -87,11 +94,21 @@ fn classify(name: &str) -> Option<(String, Stage)> {
 /// given directly, as modules to analyze, in a stable order. A folder with
 /// no HLO module in it is returned as itself, for the reader to report.
 pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
+    collect_with_stdin(paths, None)
+}
+
+/// [`collect`], where a path `-` is standard input, whose bytes the caller
+/// read (`stdin`); without them `-` is a file of that name.
+pub fn collect_with_stdin(paths: &[PathBuf], stdin: Option<Arc<[u8]>>) -> Vec<Input> {
     let mut out = Vec::new();
     // With several inputs, keys name the input they came from: two dumps of
     // one program have the same module names.
     let several = paths.len() > 1;
     for path in paths {
+        if let (Some(bytes), true) = (&stdin, path.as_os_str() == "-") {
+            out.push(from_stdin(bytes.clone()));
+            continue;
+        }
         let first = out.len();
         collect_one(path, &mut out);
         if several {
@@ -109,6 +126,17 @@ pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
     out
 }
 
+/// A module read from standard input: named `<stdin>` as its file and key.
+fn from_stdin(bytes: Arc<[u8]>) -> Input {
+    Input {
+        path: PathBuf::from(STDIN_NAME),
+        key: STDIN_NAME.to_string(),
+        unoptimized: false,
+        unreadable: None,
+        bytes: Some(bytes),
+    }
+}
+
 /// The inputs of one path given on the command line.
 fn collect_one(path: &Path, out: &mut Vec<Input>) {
     if !path.is_dir() {
@@ -124,6 +152,7 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
             key,
             unoptimized,
             unreadable: None,
+            bytes: None,
         });
         return;
     }
@@ -150,6 +179,7 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
                 path: file,
                 key,
                 unoptimized: false,
+                bytes: None,
             });
             continue;
         }
@@ -176,6 +206,7 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
                 path.display(),
                 path.display()
             )),
+            bytes: None,
         });
     }
     for (key, (stage, file)) in modules {
@@ -184,6 +215,7 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
             key,
             unoptimized: stage == Stage::Before,
             unreadable: None,
+            bytes: None,
         });
     }
     out.extend(not_regular);

@@ -72,7 +72,7 @@ pub fn analyze_inputs(
     let mut order: Vec<(u64, usize)> = inputs
         .iter()
         .enumerate()
-        .map(|(i, input)| (std::fs::metadata(&input.path).map_or(0, |m| m.len()), i))
+        .map(|(i, input)| (input_size(input), i))
         .collect();
     order.sort_by_key(|&(size, i)| (std::cmp::Reverse(size), i));
     let mut results: Vec<(usize, ModuleResult)> = order
@@ -102,6 +102,14 @@ pub fn analyze_inputs(
         }
     }
     report
+}
+
+/// The size of an input's text, for ordering the work (0 if unknown).
+fn input_size(input: &inputs::Input) -> u64 {
+    match &input.bytes {
+        Some(bytes) => bytes.len() as u64,
+        None => std::fs::metadata(&input.path).map_or(0, |m| m.len()),
+    }
 }
 
 /// The rules `module` (read from `path`) was compiled under: the backend from
@@ -141,9 +149,41 @@ pub fn load_and_model(
 ) -> Result<(Module, analysis::MemoryModel), Error> {
     let module = load_module(path)?;
     let target = target_of(&module, path, backend, tpu_version);
+    model_of(module, target)
+}
+
+/// The memory model of a parsed module under `target`, once its sizes are
+/// known to fit in 64 bits.
+fn model_of(
+    module: Module,
+    target: target::Target,
+) -> Result<(Module, analysis::MemoryModel), Error> {
     check_sizes(&module, &target)?;
     let model = analysis::analyze(&module, &target);
     Ok((module, model))
+}
+
+/// [`load_and_model`] for an input, which may be text read already
+/// (standard input): that text has no folder, so the TPU chip comes from
+/// `tpu_version` or is assumed.
+fn load_input(
+    input: &inputs::Input,
+    backend: Option<target::Backend>,
+    tpu_version: Option<target::TpuVersion>,
+) -> Result<(Module, analysis::MemoryModel), Error> {
+    let Some(bytes) = &input.bytes else {
+        return load_and_model(&input.path, backend, tpu_version);
+    };
+    if bytes.len() as u64 > source::MAX_FILE_BYTES {
+        return Err(Error::TooLarge {
+            path: input.path.clone(),
+            bytes: bytes.len() as u64,
+        });
+    }
+    let module = hlo::parse_module(read::decode(&input.path, bytes.to_vec())?)?;
+    let target = target::Target::resolve(&module, backend)
+        .with_tpu_version(tpu_version.map(|v| (v, target::ChipSource::User)));
+    model_of(module, target)
 }
 
 /// The report of a module with its memory model: the findings (what-if runs
@@ -171,7 +211,7 @@ fn analyze_one(
     if let Some(reason) = &input.unreadable {
         return Err(Error::Usage(reason.clone()));
     }
-    let (module, model) = load_and_model(&input.path, options.backend, options.tpu_version)?;
+    let (module, model) = load_input(input, options.backend, options.tpu_version)?;
     let target = &model.target;
     let mut summary = report_module(&module, &model);
     if target.chip_source == Some(target::ChipSource::Assumed) {

@@ -1,0 +1,255 @@
+"""hlomem: the memory XLA will need for a compiled JAX program, from its HLO.
+
+::
+
+    import hlomem
+
+    compiled = jax.jit(train_step, donate_argnums=0).lower(state, batch).compile()
+    report = hlomem.analyze(compiled)
+    report.memory.total_bytes        # == XLA's buffer assignment, byte for byte
+    [f.code for f in report.findings]
+
+    hlomem.assert_fits(compiled, budget="16GiB")   # in a pytest test
+
+The analysis is the ``hlomem`` command's (installed with this package): these
+functions run it and read its JSON, whose fields the report objects expose as
+attributes (``hlomem schema analyze`` prints the JSON Schema).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterable
+from typing import Any, Protocol, Union, overload
+
+from ._binary import BinaryNotFound, HlomemError, failure, find_binary, run
+from ._json import JsonObject
+from ._model import (
+    Advice,
+    CheckedModule,
+    CheckResult,
+    Diagnosis,
+    Explanation,
+    Finding,
+    FindingRef,
+    Memory,
+    Report,
+    Source,
+    SpaceBytes,
+)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("hlomem")
+    except PackageNotFoundError:  # imported from a checkout, not installed
+        return "0+unknown"
+
+
+__version__ = _version()
+
+__all__ = [
+    "Advice",
+    "BinaryNotFound",
+    "CheckResult",
+    "CheckedModule",
+    "Diagnosis",
+    "Explanation",
+    "Finding",
+    "FindingRef",
+    "HlomemError",
+    "HlomemWarning",
+    "JsonObject",
+    "Memory",
+    "OutOfBudget",
+    "Report",
+    "SpaceBytes",
+    "__version__",
+    "analyze",
+    "assert_fits",
+    "explain",
+    "find_binary",
+]
+
+
+class HasText(Protocol):
+    """Anything with ``as_text()``: a ``jax.stages.Compiled`` (whose text is
+    the optimized HLO hlomem reads)."""
+
+    def as_text(self) -> Any: ...
+
+
+#: What :func:`analyze` and :func:`assert_fits` accept.
+Input = Union[HasText, str, bytes, "os.PathLike[str]"]
+#: A path: a ``str`` or a ``pathlib.Path``.
+PathArg = Union[str, "os.PathLike[str]"]
+
+
+class OutOfBudget(AssertionError):
+    """:func:`assert_fits` failed: a module needs more memory than the budget,
+    or has a finding named in ``fail_on``. The message is hlomem's short text
+    report; :attr:`result` holds the same as data."""
+
+    def __init__(self, message: str, result: CheckResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class HlomemWarning(UserWarning):
+    """Some modules of a dump folder could not be analyzed; the others were."""
+
+
+def _source(x: Input) -> tuple[Source, bool]:
+    """The command-line input for ``x``, and whether it is a folder."""
+    if isinstance(x, os.PathLike):
+        return _path_source(os.fspath(x))
+    if isinstance(x, bytes):
+        return Source("-", x), False
+    if isinstance(x, str):
+        # HLO text has lines; a path has none. Text that starts like a module
+        # (HloModule, or StableHLO's `module @...`, which hlomem then refuses
+        # with advice) is text even on one line.
+        head = x.lstrip()
+        if "\n" in x or head.startswith(("HloModule", "module ", "module@", "func.func")):
+            return Source("-", x.encode("utf-8")), False
+        return _path_source(x)
+    as_text = getattr(x, "as_text", None)
+    if callable(as_text):
+        text = as_text()
+        if isinstance(text, bytes):
+            return Source("-", text), False
+        if isinstance(text, str):
+            return Source("-", text.encode("utf-8")), False
+        raise TypeError(
+            f"{type(x).__name__}.as_text() returned {type(text).__name__}, not HLO text"
+        )
+    raise TypeError(
+        "hlomem reads a jax.stages.Compiled (`jax.jit(f).lower(...).compile()`), HLO text, "
+        f"or the path of an HLO file or dump folder; got {type(x).__name__}"
+    )
+
+
+def _path_source(path: str) -> tuple[Source, bool]:
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"{path!r} is not a file or folder (HLO text would start with `HloModule`)"
+        )
+    # Absolute, so a report can be rendered again after a change of directory.
+    return Source(os.path.abspath(path)), os.path.isdir(path)
+
+
+def _parse_json(process: Any) -> Any:
+    try:
+        return json.loads(process.stdout)
+    except ValueError:
+        raise failure(process) from None
+
+
+@overload
+def analyze(x: HasText) -> Report: ...
+@overload
+def analyze(x: PathArg | bytes) -> Report | list[Report]: ...
+
+
+def analyze(x: Input) -> Report | list[Report]:
+    """Analyzes a compiled program's memory as XLA's buffer assignment does.
+
+    ``x`` is a ``jax.stages.Compiled``, HLO text (``compiled.as_text()``), or
+    the path of an HLO file or of a dump folder
+    (``XLA_FLAGS=--xla_dump_to=DIR``). Returns one :class:`Report`, or for a
+    folder a list with one per module (modules that could not be read are
+    left out with a :class:`HlomemWarning`).
+
+    Raises :class:`HlomemError` when nothing could be analyzed (not HLO text:
+    ``lowered.as_text()`` is StableHLO; pass ``lowered.compile()``).
+    """
+    source, is_folder = _source(x)
+    process = run(["analyze", source.arg, "--format", "json"], source.stdin)
+    if process.returncode not in (0, 2):
+        raise failure(process)
+    document = _parse_json(process)
+    modules = document.get("modules", [])
+    if not modules:
+        raise failure(process)
+    if process.returncode == 2:
+        warnings.warn(
+            "hlomem could not analyze every module:\n" + process.stderr.decode("utf-8", "replace"),
+            HlomemWarning,
+            stacklevel=2,
+        )
+    if not is_folder:
+        return Report(modules[0], source)
+    # Each module renders again from its own file (its dump folder still
+    # beside it, for a TPU's target_arguments.txt).
+    return [Report(module, Source(module["file"])) for module in modules]
+
+
+def _budget_arg(budget: str | int) -> str:
+    if isinstance(budget, bool) or not isinstance(budget, (str, int)):
+        raise TypeError(f"budget is a size like '16GiB' or a number of bytes, not {budget!r}")
+    if isinstance(budget, int) and budget < 1:
+        raise ValueError(f"budget must be at least 1 byte, not {budget}")
+    return str(budget)
+
+
+def assert_fits(
+    x: Input,
+    budget: str | int | None = None,
+    fail_on: Iterable[str] = ("HM003",),
+    *,
+    whole_program: bool = False,
+) -> CheckResult:
+    """Fails (raises :class:`OutOfBudget`, an ``AssertionError``) when ``x``
+    needs more device memory than ``budget``, or has a finding in ``fail_on``.
+
+    ``x`` is what :func:`analyze` takes. ``budget`` is one device's memory:
+    ``"16GiB"`` (``"16G"``: powers of 1024), ``"80GB"`` (powers of 1000) or
+    bytes as an ``int``; SPMD modules are compared per device unless
+    ``whole_program``. ``fail_on`` names findings that must not appear: the
+    default, ``HM003``, is a donation XLA had to copy. The semantics are
+    ``hlomem check``'s, which this runs. Returns the check's result when it
+    passes.
+    """
+    source, _ = _source(x)
+    options: list[str] = []
+    if budget is not None:
+        options += ["--budget", _budget_arg(budget)]
+    codes = [fail_on] if isinstance(fail_on, str) else list(fail_on)
+    if codes:
+        options += ["--fail-on", *codes]
+    if whole_program:
+        options.append("--whole-program")
+    if not options:
+        raise ValueError("give a budget, fail_on codes, or both")
+    source = Source(source.arg, source.stdin, tuple(options))
+    process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
+    if process.returncode not in (0, 1):
+        raise failure(process)
+    result = CheckResult(_parse_json(process), source)
+    if process.returncode == 1:
+        raise OutOfBudget(str(result).rstrip(), result)
+    return result
+
+
+def explain(message_text: str | BaseException, dump: PathArg | None = None) -> Explanation:
+    """Explains an out-of-memory message (``str(e)`` of the
+    ``XlaRuntimeError``; a whole traceback or log is fine) in plain words,
+    with ranked advice. With ``dump``, the XLA dump folder of the program that
+    failed, its buffers are linked to instructions and source lines.
+
+    Raises :class:`HlomemError` when the text holds no out-of-memory message.
+    """
+    if isinstance(message_text, BaseException):
+        message_text = str(message_text)
+    options: tuple[str, ...] = ()
+    if dump is not None:
+        options = ("--dump", os.path.abspath(os.fspath(dump)))
+    source = Source("-", message_text.encode("utf-8"), options)
+    process = run(["explain", "-", *options, "--format", "json"], source.stdin)
+    if process.returncode != 0:
+        raise failure(process)
+    return Explanation(_parse_json(process), source)

@@ -1,0 +1,266 @@
+"""The report objects: typed views of hlomem's JSON documents.
+
+Each class declares the fields most code reads, with the JSON Schema
+definition it mirrors in ``_schema``; every other field of the JSON is
+reachable the same way (see :class:`hlomem.JsonObject`). The declarations are
+checked against ``hlomem schema analyze|check|explain`` by the tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ._binary import failure, run
+from ._json import JsonObject
+
+__all__ = [
+    "Advice",
+    "CheckResult",
+    "CheckedModule",
+    "Diagnosis",
+    "Explanation",
+    "Finding",
+    "FindingRef",
+    "Memory",
+    "Report",
+    "Source",
+    "SpaceBytes",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """How to run the command that made a document again, to render it for
+    people: its input (a path, or ``-`` with the text on standard input) and
+    its other options (``--budget 16GiB``, ``--dump DIR``)."""
+
+    arg: str
+    stdin: bytes | None = None
+    options: tuple[str, ...] = ()
+
+
+class _Rendered(JsonObject):
+    """A JSON document that the binary can also render for people: ``str()``
+    gives its text form, computed once when first asked."""
+
+    __slots__ = ("_source", "_texts")
+
+    def __init__(self, data: dict[str, object], source: Source | None = None) -> None:
+        super().__init__(data)
+        self._source = source
+        self._texts: dict[str, str] = {}
+
+    #: The hlomem command that writes this document.
+    _command: ClassVar[str] = ""
+
+    def _render(self, fmt: str) -> str:
+        if fmt not in self._texts:
+            source = self._source
+            if source is None:
+                raise ValueError(
+                    f"this {type(self).__name__} was not made by hlomem; it has no {fmt} form"
+                )
+            args = [self._command, source.arg, *source.options, "--format", fmt]
+            process = run(args, source.stdin)
+            # `analyze` and `explain` exit 0; `check` exits 1 when it fails,
+            # which is what it is asked to describe.
+            if process.returncode not in (0, 1):
+                raise failure(process)
+            self._texts[fmt] = process.stdout.decode("utf-8", "replace")
+        return self._texts[fmt]
+
+    def __str__(self) -> str:
+        # One built from plain data has no command to run again.
+        return repr(self) if self._source is None else self._render("text")
+
+
+class SpaceBytes(JsonObject):
+    """One memory space's share of the allocations (TPU: HBM, VMEM, ...)."""
+
+    _schema = ("analyze", "SpaceBytes")
+    __slots__ = ()
+
+    color: int
+    #: As XLA names the space: ``default`` (device memory), ``vmem``, ``smem``...
+    name: str
+    bytes: int
+    #: XLA's own number (``True``), or hlomem's packing of the same buffers.
+    exact: bool
+
+
+class Memory(JsonObject):
+    """XLA's memory figures for one module, in bytes.
+
+    ``argument_bytes``, ``output_bytes``, ``alias_bytes`` and ``temp_bytes``
+    are ``compiled.memory_analysis()``'s ``argument_size_in_bytes``,
+    ``output_size_in_bytes``, ``alias_size_in_bytes`` and
+    ``temp_size_in_bytes``; ``total_bytes`` is the buffer assignment's "Total
+    bytes used" (every allocation, constants included).
+    """
+
+    _schema = ("analyze", "Totals")
+    __slots__ = ()
+
+    argument_bytes: int
+    output_bytes: int
+    #: Donated parameters reused as outputs (counted in both of the above).
+    alias_bytes: int
+    temp_bytes: int
+    total_bytes: int
+    #: Most bytes of device memory live at one moment.
+    live_peak_bytes: int
+    #: What must fit in the device's memory (HBM on TPU); ``total_bytes`` off TPU.
+    device_bytes: int
+    by_space: list[SpaceBytes]
+    #: ``False`` when on-chip spaces placed outside the buffer assignment
+    #: (TPU VMEM) add to ``total_bytes``, which is then an estimate.
+    total_exact: bool
+
+
+class Finding(JsonObject):
+    """Memory a change to the program would save (``hlomem explain-code CODE``)."""
+
+    _schema = ("analyze", "FindingReport")
+    __slots__ = ()
+
+    #: ``HM001`` ... ``HM006``.
+    code: str
+    #: The code's name: ``not-donated``, ``donation-copied``...
+    name: str
+    severity: str
+    #: Bytes the fix would save.
+    bytes: int
+    message: str
+    fix: str
+    details: list[str]
+    #: The same facts as data, per rule (``evidence.rule``).
+    evidence: JsonObject
+
+
+class Report(_Rendered):
+    """One module's analysis: ``hlomem analyze --format json``'s ``modules[i]``.
+
+    ``str(report)`` is the text report, ``report.html()`` (and Jupyter's
+    display) the HTML report with its chart of memory over the schedule; each
+    runs the analysis again in that format the first time it is asked for.
+    """
+
+    _schema = ("analyze", "ModuleReport")
+    __slots__ = ()
+
+    #: The module's name (``jit_train_step``).
+    name: str
+    #: Its name in the dump folder (``module_0000.jit_train_step``), or ``<stdin>``.
+    key: str
+    file: str
+    memory: Memory
+    #: The moment the most bytes are live and the buffers live then.
+    peak: JsonObject
+    #: What wastes memory, most bytes first.
+    findings: list[Finding]
+    parameters: list[JsonObject]
+    outputs: list[JsonObject]
+    #: The backend whose rules were applied, and the text that said so.
+    target: JsonObject
+    #: Caveats about the numbers.
+    notes: list[str]
+
+    _command = "analyze"
+
+    def html(self) -> str:
+        """The self-contained HTML report (inline SVG, no network)."""
+        return self._render("html")
+
+    def _repr_html_(self) -> str:
+        return self.html()
+
+    def __repr__(self) -> str:
+        codes = [f.code for f in self.findings]
+        return (
+            f"Report(name={self.name!r}, total_bytes={self.memory.total_bytes}, findings={codes})"
+        )
+
+
+class FindingRef(JsonObject):
+    """A finding as ``check`` lists it."""
+
+    _schema = ("check", "FindingRef")
+    __slots__ = ()
+
+    code: str
+    name: str
+    bytes: int
+    message: str
+
+
+class CheckedModule(JsonObject):
+    """One module as ``check`` compared it with the budget."""
+
+    _schema = ("check", "CheckedModule")
+    __slots__ = ()
+
+    name: str
+    key: str
+    #: What was compared with the budget (device memory, per device).
+    bytes: int
+    #: How far over the budget, or ``None``.
+    over_by: int | None
+    failing_findings: list[FindingRef]
+    other_findings: list[FindingRef]
+
+
+class CheckResult(_Rendered):
+    """``hlomem check --format json``: a budget and forbidden findings applied
+    to each module. ``str(result)`` is the short text report."""
+
+    _schema = ("check", "")
+    __slots__ = ()
+
+    passed: bool
+    budget_bytes: int | None
+    modules: list[CheckedModule]
+
+    _command = "check"
+
+
+class Advice(JsonObject):
+    """One thing to try, with what it would save when hlomem can tell."""
+
+    _schema = ("explain", "Advice")
+    __slots__ = ()
+
+    action: str
+    why: str
+    saves_bytes: int | None
+
+
+class Diagnosis(JsonObject):
+    """The out-of-memory message in plain words."""
+
+    _schema = ("explain", "Explanation")
+    __slots__ = ()
+
+    #: What failed, in one or two sentences.
+    what_failed: list[str]
+    #: Ranked advice.
+    advice: list[Advice]
+    warnings: list[str]
+
+
+class Explanation(_Rendered):
+    """``hlomem explain --format json``: an out-of-memory message read and
+    explained. ``str(explanation)`` is the text form."""
+
+    _schema = ("explain", "")
+    __slots__ = ()
+
+    #: The message's format (CPU, GPU's BFC allocator, TPU...).
+    format: str
+    #: The allocation that failed, in bytes, when the message says.
+    requested_bytes: int | None
+    #: The buffers the message lists as live at the failure.
+    peak_buffers: list[JsonObject]
+    explanation: Diagnosis
+
+    _command = "explain"

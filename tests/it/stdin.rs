@@ -1,0 +1,115 @@
+//! `-` reads HLO text from standard input (`compiled.as_text()` piped in, or
+//! sent by the Python package): the same report as the file, named `<stdin>`.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use crate::support::snapshot_settings;
+
+const SAMPLE: &str = "samples/add_donate0/dump/module_0000.jit_fn.cpu_after_optimizations.txt";
+
+/// Runs hlomem with `args`, `input` on its standard input.
+fn hlomem_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hlomem"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // Written from a thread: a large input would otherwise fill the pipe
+    // while hlomem waits to write its own output.
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap().unwrap();
+    out
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+#[test]
+fn analyze_dash_reads_standard_input_as_the_file() {
+    let text = std::fs::read(SAMPLE).unwrap();
+    let piped = hlomem_with_stdin(&["analyze", "-", "--format", "json"], &text);
+    assert_eq!(piped.status.code(), Some(0));
+    let mut piped = json(&piped);
+    let module = &mut piped["modules"][0];
+    assert_eq!(module["file"], "<stdin>");
+    assert_eq!(module["key"], "<stdin>");
+
+    let from_file = hlomem_with_stdin(&["analyze", SAMPLE, "--format", "json"], b"");
+    let mut from_file = json(&from_file);
+    // Only the name differs: the numbers, findings and everything else agree.
+    for report in [&mut piped, &mut from_file] {
+        let module = report["modules"][0].as_object_mut().unwrap();
+        module.remove("file");
+        module.remove("key");
+    }
+    assert_eq!(piped, from_file);
+}
+
+#[test]
+fn stdin_beside_files_keeps_its_name() {
+    let text = std::fs::read(SAMPLE).unwrap();
+    let out = hlomem_with_stdin(&["analyze", SAMPLE, "-", "--format", "json"], &text);
+    assert_eq!(out.status.code(), Some(0));
+    let report = json(&out);
+    let keys: Vec<&str> = report["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, [SAMPLE, "<stdin>"]);
+}
+
+#[test]
+fn check_and_diff_read_standard_input() {
+    let text = std::fs::read(SAMPLE).unwrap();
+    let over = hlomem_with_stdin(&["check", "-", "--budget", "1MiB"], &text);
+    assert_eq!(over.status.code(), Some(1), "the sample needs 15MiB");
+    assert!(String::from_utf8_lossy(&over.stdout).contains("<stdin>"));
+    let fits = hlomem_with_stdin(&["check", "-", "--budget", "1GiB"], &text);
+    assert_eq!(fits.status.code(), Some(0));
+    let same = hlomem_with_stdin(&["diff", SAMPLE, "-", "--fail-over", "1"], &text);
+    assert_eq!(same.status.code(), Some(0));
+}
+
+#[test]
+fn standard_input_is_read_once() {
+    let out = hlomem_with_stdin(&["analyze", "-", "-"], b"HloModule m");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("can be given once"));
+    let out = hlomem_with_stdin(&["diff", "-", "-"], b"HloModule m");
+    assert_eq!(out.status.code(), Some(2));
+    let empty = hlomem_with_stdin(&["analyze", "-"], b"");
+    assert_eq!(empty.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&empty.stderr).contains("standard input is empty"),
+        "{}",
+        String::from_utf8_lossy(&empty.stderr)
+    );
+}
+
+/// What `lowered.as_text()` piped in shows: the StableHLO hint, at `<stdin>`.
+#[test]
+fn stablehlo_on_standard_input_says_what_to_pass() {
+    let text = std::fs::read("tests/bad_inputs/stablehlo.mlir").unwrap();
+    let out = hlomem_with_stdin(&["analyze", "-", "--color", "never"], &text);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty(), "no report");
+    snapshot_settings().bind(|| {
+        insta::assert_snapshot!("stdin_stablehlo", String::from_utf8_lossy(&out.stderr));
+    });
+}

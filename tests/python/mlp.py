@@ -1,0 +1,76 @@
+"""The program the Python tests analyze: an MLP's SGD training step, compiled
+(never run) with and without donating the parameters.
+
+Imported by the tests for the compiled objects; run as a script with
+``XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text`` it compiles the same
+two steps so that XLA writes their dump folder, with the buffer assignment's
+"Total bytes used" beside each module.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+SIZES = (256, 512, 512, 128)
+BATCH = 64
+
+
+def _shapes() -> tuple[Any, Any, Any]:
+    f32 = jnp.float32
+    params = [
+        {
+            "w": jax.ShapeDtypeStruct((a, b), f32),
+            "b": jax.ShapeDtypeStruct((b,), f32),
+        }
+        for a, b in itertools.pairwise(SIZES)
+    ]
+    x = jax.ShapeDtypeStruct((BATCH, SIZES[0]), f32)
+    y = jax.ShapeDtypeStruct((BATCH, SIZES[-1]), f32)
+    return params, x, y
+
+
+def _loss(params: Any, x: Any, y: Any) -> Any:
+    for i, p in enumerate(params):
+        x = x @ p["w"] + p["b"]
+        if i < len(params) - 1:
+            x = jax.nn.gelu(x)
+    return jnp.mean((x - y) ** 2) / math.sqrt(SIZES[-1])
+
+
+def step(params: Any, x: Any, y: Any) -> Any:
+    """One SGD step: the new parameters (the same shapes) and the loss."""
+    loss, grads = jax.value_and_grad(_loss)(params, x, y)
+    new = jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads)
+    return new, loss
+
+
+def step_donated(params: Any, x: Any, y: Any) -> Any:
+    """The same step, compiled with the parameters donated (its own name, so
+    that its module is told apart in a dump folder)."""
+    return step(params, x, y)
+
+
+def compile_step(donate: bool) -> Any:
+    """The step compiled for the CPU: a ``jax.stages.Compiled``."""
+    if donate:
+        jitted = jax.jit(step_donated, donate_argnums=0)
+    else:
+        jitted = jax.jit(step)
+    return jitted.lower(*_shapes()).compile()
+
+
+def lower_step() -> Any:
+    """The step lowered but not compiled: its text is StableHLO."""
+    return jax.jit(step).lower(*_shapes())
+
+
+if __name__ == "__main__":
+    for donate in (False, True):
+        compile_step(donate)
+    print("compiled", file=sys.stderr)
