@@ -105,7 +105,7 @@ impl Evidence {
                 c.reader
                     .source
                     .as_ref()
-                    .map(|l| format!(" at {l}"))
+                    .map(|l| format!(" at {}", crate::usage::source::short(l)))
                     .unwrap_or_default(),
                 c.writer,
             )

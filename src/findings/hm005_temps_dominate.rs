@@ -139,7 +139,7 @@ impl Evidence {
                     .instruction
                     .source
                     .as_ref()
-                    .map(|l| format!(" at {l}"))
+                    .map(|l| format!(" at {}", crate::usage::source::short(l)))
                     .unwrap_or_default();
                 format!(
                     "{} {} {what}{at}: {}",

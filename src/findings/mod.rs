@@ -129,10 +129,11 @@ impl InstrRef {
         }
     }
 
-    /// `fusion.3 at model.py:12`.
+    /// `fusion.3 at model.py:12` (a library's file from its package; JSON
+    /// keeps the full path).
     pub fn describe_at(&self) -> String {
         match &self.source {
-            Some(l) => format!("{} at {l}", self.name),
+            Some(l) => format!("{} at {}", self.name, crate::usage::source::short(l)),
             None => self.name.clone(),
         }
     }
@@ -147,7 +148,7 @@ impl InstrRef {
         let at = self
             .source
             .as_ref()
-            .map(|l| format!(" at {l}"))
+            .map(|l| format!(" at {}", crate::usage::source::short(l)))
             .unwrap_or_default();
         format!("{}{op}{at}", self.name)
     }

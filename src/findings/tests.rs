@@ -6,7 +6,7 @@ fn findings(text: &str) -> Vec<Finding> {
     let module = crate::parse_text("t_cpu_after_optimizations.txt", text)
         .unwrap_or_else(|e| panic!("{}", e.render(false)));
     let model = crate::analysis::analyze(&module, &crate::target::Target::detect(&module));
-    run(&module, &model)
+    run(&module, &model, &crate::usage::peak_usage(&module, &model))
 }
 
 fn codes(text: &str) -> Vec<&'static str> {
@@ -62,12 +62,46 @@ fn hm002_for_a_donor_no_output_can_use() {
         ROOT %c = bf16[1024]{0} convert(%x)\n}\n";
     let f = findings(text);
     let hm002 = f.iter().find(|f| f.code == "HM002").expect("HM002");
+    // The output with the donor's dimensions in another dtype is named.
     assert!(
-        hm002.message().contains("no output has its size"),
+        hm002
+            .message()
+            .contains("has its dimensions in another dtype (bf16[1024]{0}"),
         "{}",
         hm002.message()
     );
+    assert!(
+        hm002
+            .fix()
+            .contains("f32[1024]{0} rather than bf16[1024]{0}"),
+        "{}",
+        hm002.fix()
+    );
     assert_eq!(hm002.bytes, 4096);
+}
+
+#[test]
+fn hm002_is_one_finding_per_argument() {
+    // Three donated arrays of one JAX argument `w`, none usable: one finding
+    // with the three in its evidence, not three findings.
+    let text = "HloModule m, is_scheduled=true, buffer_donor={ (0, {}), (1, {}), (2, {}) }\n\n\
+        ENTRY %e (a: f32[256], b: f32[512], c: f32[1024]) -> f32[] {\n  \
+        %a = f32[256]{0} parameter(0), metadata={op_name=\"w[0]\"}\n  \
+        %b = f32[512]{0} parameter(1), metadata={op_name=\"w[1]\"}\n  \
+        %c = f32[1024]{0} parameter(2), metadata={op_name=\"w[2]\"}\n  \
+        ROOT %z = f32[] constant(0)\n}\n";
+    let f = findings(text);
+    let hm002: Vec<_> = f.iter().filter(|f| f.code == "HM002").collect();
+    assert_eq!(hm002.len(), 1, "{hm002:?}");
+    assert_eq!(hm002[0].bytes, 4 * (256 + 512 + 1024));
+    assert!(
+        hm002[0]
+            .message()
+            .starts_with("argument `w` has 3 donated arrays"),
+        "{}",
+        hm002[0].message()
+    );
+    assert_eq!(hm002[0].evidence.details().len(), 3);
 }
 
 #[test]

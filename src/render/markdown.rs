@@ -140,6 +140,26 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 usage.by_source.len() - shown
             )?;
         }
+        if options.verbose {
+            writeln!(out)?;
+            writeln!(out, "| size | kind | shape | buffer | op | source |")?;
+            writeln!(out, "|---:|---|---|---|---|---|")?;
+            for b in &m.peak.buffers {
+                writeln!(
+                    out,
+                    "| {} | {} | `{}` | `{}` | {} | {} |",
+                    human_bytes(b.bytes),
+                    b.kind.as_str(),
+                    b.shape,
+                    b.name,
+                    b.op_name
+                        .as_deref()
+                        .map(|o| format!("`{}`", one_line(o)))
+                        .unwrap_or_default(),
+                    b.source.as_deref().unwrap_or("")
+                )?;
+            }
+        }
         writeln!(out)?;
         writeln!(out, "By role:")?;
         writeln!(out)?;
@@ -164,7 +184,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             let at = f
                 .source
                 .as_deref()
-                .map(|s| format!(" (`{s}`)"))
+                .map(|s| format!(" (`{}`)", super::short_path(s)))
                 .unwrap_or_default();
             writeln!(
                 out,

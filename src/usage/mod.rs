@@ -92,8 +92,13 @@ impl SourceGroup {
     /// `flax/linen/stochastic.py:105 (Dropout.__call__) ← train.py:40 (Block.__call__)`,
     /// `argument params`, `made by XLA for ...`: the group as people read it.
     pub fn place(&self) -> String {
+        // `build.<locals>.Block.__call__` reads as `Block.__call__`.
         let site = |location: &str, function: &Option<String>| match function {
-            Some(f) => format!("{} ({f})", source::short(location)),
+            Some(f) => format!(
+                "{} ({})",
+                source::short(location),
+                f.rsplit("<locals>.").next().unwrap_or(f)
+            ),
             None => source::short(location),
         };
         let place = match (&self.source, &self.caller, &self.argument) {

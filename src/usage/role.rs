@@ -101,7 +101,9 @@ fn argument_role(path: &str) -> Role {
 }
 
 pub(super) fn groups(buffers: &[BufferUse], live_peak: u64) -> Vec<RoleGroup> {
-    let mut groups: Vec<(Role, GroupSize, HashMap<String, (u64, usize)>)> = Vec::new();
+    // Per role: its size, and bytes and buffers per argument.
+    type Arguments = HashMap<String, (u64, usize)>;
+    let mut groups: Vec<(Role, GroupSize, Arguments)> = Vec::new();
     for b in buffers {
         let g = match groups.iter().position(|g| g.0 == b.role) {
             Some(g) => g,

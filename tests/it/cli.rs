@@ -201,7 +201,7 @@ fn op_names_with_line_breaks_stay_on_one_row() {
     let path = file.to_str().unwrap();
     for format in ["text", "markdown"] {
         let out = hlomem()
-            .args(["analyze", path, "--format", format])
+            .args(["analyze", path, "--verbose", "--format", format])
             .output()
             .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();

@@ -144,6 +144,27 @@ fn diff_reports_the_donation_saving() {
         serde_json::json!([24_000_000, 16_000_000])
     );
     assert_eq!(m["findings_gone"][0], "HM001 not-donated a");
+    // What changed at the peak, in groups: the output no longer has a
+    // buffer of its own (it lives in the donated `a`).
+    let outputs = m["peak_by_role"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["group"] == "outputs")
+        .expect("outputs changed");
+    assert_eq!(
+        (outputs["old_bytes"].as_u64(), outputs["new_bytes"].as_u64()),
+        (Some(8_000_000), Some(0))
+    );
+    let (_, text, _) = hlomem(&[
+        "diff",
+        "samples/add_nodonate/dump",
+        "samples/add_donate0/dump",
+    ]);
+    assert!(
+        text.contains("at the peak, by role: outputs 7.63MiB → 0B (-7.63MiB)"),
+        "{text}"
+    );
     let (code, out, _) = hlomem(&[
         "diff",
         "samples/add_donate0/dump",

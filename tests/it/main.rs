@@ -15,4 +15,5 @@ mod samples;
 mod schema;
 mod stdin;
 mod support;
+mod usage;
 mod verify_reports;

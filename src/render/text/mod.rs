@@ -277,7 +277,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     write_table(out, &rows)?;
     for d in &m.differences {
         if let crate::report::differences::Difference::TotalAboveLivePeak { .. } = d {
-            writeln!(out, "    ({})", d.message())?;
+            write_wrapped(out, "    ", "     ", &format!("({})", d.message()))?;
         }
     }
 
@@ -329,21 +329,21 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             (FINDINGS_SHOWN, DETAILS_SHOWN)
         };
         for f in m.findings.iter().take(shown) {
-            writeln!(
-                out,
-                "    {} {} [{}]: {}",
+            let headline = format!(
+                "{} {} [{}]: {}",
                 f.code,
                 f.name,
                 human_bytes(f.bytes),
                 one_line(&f.message)
-            )?;
+            );
+            write_wrapped(out, "    ", "        ", &headline)?;
             match (&f.instruction, &f.source) {
                 (Some(i), Some(src)) => writeln!(out, "      at {i} ({})", super::short_path(src))?,
                 (Some(i), None) => writeln!(out, "      at {i}")?,
                 _ => {}
             }
             for e in f.details.iter().take(details) {
-                writeln!(out, "      - {}", one_line(e))?;
+                write_wrapped(out, "      - ", "        ", &one_line(e))?;
             }
             if f.details.len() > details {
                 writeln!(
@@ -352,7 +352,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                     f.details.len() - details
                 )?;
             }
-            writeln!(out, "      fix: {}", f.fix)?;
+            write_wrapped(out, "      fix: ", "           ", &one_line(&f.fix))?;
         }
         if m.findings.len() > shown {
             let rest = &m.findings[shown..];
@@ -485,6 +485,21 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         for note in v.notes.iter().filter(|_| v.checked > 0) {
             writeln!(out, "    note: {note}")?;
         }
+    }
+    Ok(())
+}
+
+/// Text wider than a terminal shows, wrapped at [`WIDTH`] columns with the
+/// continuation lines indented under the first.
+const WIDTH: usize = 100;
+
+fn write_wrapped(out: &mut dyn Write, first: &str, rest: &str, text: &str) -> io::Result<()> {
+    let options = textwrap::Options::new(WIDTH)
+        .initial_indent(first)
+        .subsequent_indent(rest)
+        .break_words(false);
+    for line in textwrap::wrap(text, options) {
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }
