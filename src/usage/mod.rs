@@ -31,8 +31,9 @@ pub struct PeakUsage {
     /// Some op is inside `jax.checkpoint` / `remat`: the program already
     /// recomputes activations instead of keeping them.
     pub rematerialized: bool,
-    /// The pass the peak falls in.
-    pub phase: Phase,
+    /// The pass the peak falls in, when the op there has an `op_name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
     /// Largest first.
     pub by_source: Vec<SourceGroup>,
     /// Largest first.
@@ -206,40 +207,59 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
             map
         });
     let mut found: HashMap<crate::hlo::InstrId, Vec<SourceLocation>> = HashMap::new();
-    // A fusion without metadata often fuses ops that have it: its root first.
-    for &instr in wanted.keys() {
+    // A fusion without metadata often fuses ops that have it.
+    let stack_of = |instr: crate::hlo::InstrId| {
+        let own = module.stack(instr);
+        if !own.is_empty() {
+            return own;
+        }
         for &(_, callee) in module.instr(instr).called.iter() {
             let comp = module.comp(callee);
-            let stack = std::iter::once(comp.root)
+            let inner = std::iter::once(comp.root)
                 .chain(comp.instructions.iter().rev().copied())
                 .map(|i| module.stack(i))
                 .find(|s| !s.is_empty());
-            if let Some(stack) = stack {
-                found.insert(instr, stack);
-                break;
+            if let Some(stack) = inner {
+                return stack;
             }
+        }
+        Vec::new()
+    };
+    for &instr in wanted.keys() {
+        let stack = stack_of(instr);
+        if !stack.is_empty() {
+            found.insert(instr, stack);
         }
     }
+    // Users in schedule order; a user with no line of its own (a
+    // get-tuple-element, another XLA-made op) passes the search on to its users.
+    let mut pending: HashMap<crate::hlo::InstrId, Vec<crate::hlo::InstrId>> = wanted
+        .keys()
+        .filter(|i| !found.contains_key(i))
+        .map(|&i| (i, vec![i]))
+        .collect();
     for &user in &model.schedule.order {
-        let operands = &module.instr(user).operands;
-        if !operands
-            .iter()
-            .any(|o| wanted.contains_key(o) && !found.contains_key(o))
-        {
-            continue;
-        }
-        let stack = module.stack(user);
-        if stack.is_empty() {
-            continue;
-        }
-        for o in operands {
-            if wanted.contains_key(o) {
-                found.entry(*o).or_insert_with(|| stack.clone());
-            }
-        }
-        if found.len() == wanted.len() {
+        if pending.is_empty() {
             break;
         }
+        let mut roots: Vec<crate::hlo::InstrId> = Vec::new();
+        for o in module.instr(user).operands.iter() {
+            if let Some(r) = pending.get(o) {
+                roots.extend(r.iter().filter(|r| !found.contains_key(r)));
+            }
+        }
+        if roots.is_empty() {
+            continue;
+        }
+        let stack = stack_of(user);
+        if stack.is_empty() {
+            pending.entry(user).or_default().extend(roots);
+            continue;
+        }
+        for r in roots {
+            found.entry(r).or_insert_with(|| stack.clone());
+        }
+        pending.retain(|_, rs| rs.iter().any(|r| !found.contains_key(r)));
     }
     for (instr, indices) in wanted {
         if let Some(stack) = found.get(&instr) {
@@ -331,7 +351,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
         .peak
         .instruction
         .and_then(|i| module.op_name(i))
-        .map_or(Phase::Outside, |op| scope::phase(&op));
+        .map(|op| scope::phase(&op));
     PeakUsage {
         training,
         rematerialized,

@@ -92,7 +92,7 @@ fn flax_training_step_groups_name_the_users_lines() {
     let m = &report.modules[0];
     let usage = &m.peak.usage;
     assert!(usage.training && !usage.rematerialized);
-    assert_eq!(usage.phase, hlomem::usage::Phase::Backward);
+    assert_eq!(usage.phase, Some(hlomem::usage::Phase::Backward));
     let top = &usage.by_source[0];
     assert!(
         top.source

@@ -12,8 +12,10 @@ use crate::usage::{GroupSize, Phase, Role, ScopeNode};
 /// Groups listed per breakdown (all with `--verbose`).
 const GROUPS_SHOWN: usize = 8;
 /// Scope tree depth below the program's own scope, and children per scope.
-const SCOPE_DEPTH: usize = 3;
-const SCOPE_CHILDREN: usize = 5;
+const SCOPE_DEPTH: usize = 2;
+const SCOPE_CHILDREN: usize = 6;
+/// Scopes under this share of the peak are folded into "N more".
+const SCOPE_MIN_SHARE: f64 = 0.01;
 
 fn percent(size: &GroupSize) -> String {
     format!("{:.1}%", size.share * 100.0)
@@ -34,10 +36,10 @@ pub(super) fn write_peak(
 ) -> io::Result<()> {
     let usage = &m.peak.usage;
     let when = match (usage.training, usage.phase) {
-        (true, Phase::Backward) => ", in the backward pass",
-        (true, Phase::Forward) => ", in the forward pass",
-        (true, Phase::Outside) => ", outside the gradient (the update)",
-        (false, _) => "",
+        (true, Some(Phase::Backward)) => ", in the backward pass",
+        (true, Some(Phase::Forward)) => ", in the forward pass",
+        (true, Some(Phase::Outside)) => ", outside the gradient (the update)",
+        _ => "",
     };
     let at = m
         .peak
@@ -85,7 +87,7 @@ pub(super) fn write_peak(
         .iter()
         .map(|g| {
             let mut what = g.role.describe().to_string();
-            if g.role == Role::Activations && usage.phase == Phase::Backward {
+            if g.role == Role::Activations && usage.phase == Some(Phase::Backward) {
                 what.push_str(", kept for the backward pass");
             }
             let arguments: Vec<String> = g
@@ -174,7 +176,15 @@ fn scope_rows(node: &ScopeNode, depth: usize, verbose: bool, rows: &mut Vec<[Str
     if depth + 1 > SCOPE_DEPTH && !verbose {
         return;
     }
-    let shown = if verbose { usize::MAX } else { SCOPE_CHILDREN };
+    let shown = if verbose {
+        node.children.len()
+    } else {
+        node.children
+            .iter()
+            .take(SCOPE_CHILDREN)
+            .take_while(|c| c.size.share >= SCOPE_MIN_SHARE)
+            .count()
+    };
     for child in node.children.iter().take(shown) {
         scope_rows(child, depth + 1, verbose, rows);
     }
