@@ -60,6 +60,70 @@ fn chart_has_one_point_per_schedule_position_and_the_peak_of_the_json() {
     );
 }
 
+/// The grouped view: per breakdown, segments whose widths are the groups'
+/// shares (adding up to the whole bar), each naming its group on hover and
+/// linking to the group's row; the first group is the JSON's largest.
+#[test]
+fn grouped_view_names_each_group_and_links_to_it() {
+    let sample = "samples/flax_gpt_train/dump";
+    let (code, html) = hlomem(&["analyze", sample, "--format", "html"]);
+    assert_eq!(code, Some(0));
+    assert!(html.len() < 2_000_000, "{} bytes", html.len());
+    let (_, json) = hlomem(&["analyze", sample, "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let top = &json["modules"][0]["peak"]["by_source"][0];
+    for kind in ["src", "scope", "role"] {
+        let mut widths = 0.0;
+        let mut segments = 0;
+        for seg in html.split("<a class=\"seg\" ").skip(1) {
+            let Some(href) = seg.strip_prefix(&format!("href=\"#m0-{kind}-")) else {
+                continue;
+            };
+            let id = &href[..href.find('"').unwrap()];
+            assert!(
+                html.contains(&format!("<tr id=\"m0-{kind}-{id}\">")),
+                "{kind}-{id} has a row"
+            );
+            let width = &seg[seg.find("width:").unwrap() + 6..];
+            widths += width[..width.find('%').unwrap()].parse::<f64>().unwrap();
+            assert!(seg.contains("title=\""), "{kind}: hover names the group");
+            segments += 1;
+        }
+        assert!(segments > 0, "{kind}");
+        assert!(widths <= 100.01, "{kind}: {widths}");
+    }
+    let first = html.split("href=\"#m0-src-0\"").nth(1).unwrap();
+    let title = &first[first.find("title=\"").unwrap() + 7..];
+    let title = &title[..title.find('"').unwrap()];
+    let line = top["source"].as_str().unwrap().rsplit('/').next().unwrap();
+    assert!(title.contains(line), "{title} names {line}");
+    // Both axes are labelled with units.
+    assert!(html.contains("class=\"ytick\"") && html.contains("class=\"xtick\""));
+    assert!(html.contains("bytes live in device memory, over the execution steps"));
+}
+
+/// The text report of a real training step fits a screen or two, and the
+/// groups come before the findings.
+#[test]
+fn text_report_of_a_training_step_is_short() {
+    let (code, text) = hlomem(&["analyze", "samples/flax_gpt_train/dump"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        text.lines().count() <= 150,
+        "{} lines",
+        text.lines().count()
+    );
+    let groups = text.find("what holds the live peak").unwrap();
+    assert!(groups < text.find("findings (").unwrap());
+    // One finding per argument, not per leaf: the 75 arrays of `opt_state` are one HM001.
+    assert_eq!(
+        text.matches("argument `opt_state` is not donated").count(),
+        1
+    );
+    let (_, verbose) = hlomem(&["analyze", "samples/flax_gpt_train/dump", "--verbose"]);
+    assert!(verbose.lines().count() > text.lines().count() + 200);
+}
+
 #[test]
 fn svg_chart_alone() {
     let out = std::env::temp_dir().join(format!("hlomem-chart-{}.svg", std::process::id()));
@@ -129,6 +193,8 @@ fn a_browser_renders_the_report() {
         &dom[..dom.len().min(500)]
     );
     assert!(dom.contains("class=\"peak-label\""));
+    // The grouped view at the peak is in the rendered page too.
+    assert!(dom.contains("class=\"stack\"") && dom.contains("class=\"seg\""));
     let shot = dir.join("shot.png");
     let status = Command::new(chromium)
         .args(args)
