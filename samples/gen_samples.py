@@ -821,12 +821,22 @@ FLAX_CASES = {
         "attention weights and residuals) with optax.adamw, jit(train_step), nothing donated: "
         "the peak is in the backward pass, held by dropout masks, MLP activations and the logits"),
 }
+# Cases added after the flax one, kept below it so that earlier lines stay put.
+FLAX_CASES["cond_donate"] = (
+    "x f32[512,512] donated, updated by lax.cond(pred, tanh(x @ w), x * 2): the new value comes out "
+    "of the conditional and XLA copies it into x's buffer (HM003 names the cond and its branches)")
 CASES.update({name: (desc, False, 1) for name, desc in FLAX_CASES.items()})
 
 
 def build_flax_case(case, jax, jnp, lax):
     """Return (label, fn, args, donate_argnums): shapes from jax.eval_shape, so
     nothing runs and no helper module is compiled into the dump."""
+    if case == "cond_donate":
+        def cond_update(x, w, pred):
+            return lax.cond(pred, lambda x: jnp.tanh(x @ w), lambda x: x * 2.0, x)
+        S = jax.ShapeDtypeStruct
+        args = (S((512, 512), jnp.float32), S((512, 512), jnp.float32), S((), jnp.bool_))
+        return "cond_update", cond_update, args, (0,)
     import flax.linen as nn
     import optax
 

@@ -69,6 +69,23 @@ pub enum Copied {
     },
     /// The result is computed into a temporary and copied into the donated buffer.
     ResultCopiedIn { computed_by: InstrRef, copy: String },
+    /// The result comes out of a `conditional` (`lax.cond`, `lax.switch`):
+    /// its branches write their results into the conditional's own buffer,
+    /// which is then copied into the donated one.
+    ResultOfConditional {
+        conditional: InstrRef,
+        /// Each branch computation, and the op making its result there.
+        branches: Vec<Branch>,
+        copy: String,
+    },
+}
+
+/// One branch of a conditional.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Branch {
+    pub index: usize,
+    pub computation: String,
+    pub result: InstrRef,
 }
 
 impl Evidence {
@@ -94,6 +111,22 @@ impl Evidence {
                     human_bytes(self.bytes)
                 )
             }
+            Copied::ResultOfConditional {
+                conditional,
+                branches,
+                ..
+            } => format!(
+                "parameter {}{argument} is donated, but its new value comes out of the conditional {} \
+                 (lax.cond / lax.switch{}), whose branches write their result into a {} buffer of its own; \
+                 XLA then copies it into the donated buffer: no saving",
+                self.parameter,
+                conditional.describe_at(),
+                match branches.as_slice() {
+                    [] => String::new(),
+                    b => format!(", {} branches", b.len()),
+                },
+                human_bytes(self.bytes)
+            ),
             Copied::ResultCopiedIn { computed_by, .. } => format!(
                 "parameter {}{argument} is donated, but {} cannot write its result over its own input, so the \
                  result goes to a {} temporary and is copied into the donated buffer: no saving",
@@ -109,6 +142,11 @@ impl Evidence {
             Copied::OldValueSaved { .. } => {
                 "compute what still needs the old value before the update (e.g. take x.sum() before x.at[...].set), \
                  or do not donate this argument"
+            }
+            Copied::ResultOfConditional { .. } => {
+                "compute both candidates and pick with jnp.where / lax.select outside the cond (an elementwise \
+                 select can write in place), or move the update of this argument out of the branches, or do \
+                 not donate it"
             }
             Copied::ResultCopiedIn { .. } => {
                 "no fix in the donation itself: ops such as transpose, dot or reductions need a separate output; \
@@ -146,6 +184,23 @@ impl Evidence {
                 }));
                 out
             }
+            Copied::ResultOfConditional {
+                conditional,
+                branches,
+                copy,
+            } => {
+                let mut out = vec![format!("the conditional: {}", conditional.describe())];
+                out.extend(branches.iter().map(|b| {
+                    format!(
+                        "branch {} ({}) returns {}",
+                        b.index,
+                        b.computation,
+                        b.result.describe()
+                    )
+                }));
+                out.push(format!("copied into the donated buffer by {copy}"));
+                out
+            }
             Copied::ResultCopiedIn { computed_by, copy } => vec![
                 format!("computed by {}", computed_by.describe()),
                 format!("copied into the donated buffer by {copy}"),
@@ -162,6 +217,57 @@ fn through_bitcasts(module: &Module, mut id: InstrId) -> InstrId {
         }
     }
     id
+}
+
+/// The conditional a value comes out of, through `get-tuple-element`s, and
+/// the tuple indices taken on the way (outermost first).
+fn conditional_of(module: &Module, mut id: InstrId) -> Option<(InstrId, Vec<u64>)> {
+    let mut indices = Vec::new();
+    loop {
+        let instr = module.instr(id);
+        match instr.opcode {
+            Opcode::Conditional => {
+                indices.reverse();
+                return Some((id, indices));
+            }
+            Opcode::GetTupleElement => {
+                indices.push(instr.tuple_index?);
+                id = *instr.operands.first()?;
+            }
+            Opcode::Bitcast => id = *instr.operands.first()?,
+            _ => return None,
+        }
+    }
+}
+
+/// The op making the value at `index` of a branch's result (through its tuples).
+fn branch_result(module: &Module, mut id: InstrId, index: &[u64]) -> InstrId {
+    for &i in index {
+        let instr = module.instr(id);
+        match instr.operands.get(i as usize) {
+            Some(&op) if instr.opcode == Opcode::Tuple => id = op,
+            _ => break,
+        }
+    }
+    id
+}
+
+fn branches(module: &Module, cond: InstrId, path: &[u64]) -> Vec<Branch> {
+    module
+        .instr(cond)
+        .called
+        .iter()
+        .filter(|(role, _)| *role == crate::hlo::CallRole::Branch)
+        .enumerate()
+        .map(|(index, &(_, comp))| {
+            let c = module.comp(comp);
+            Branch {
+                index,
+                computation: c.name.clone(),
+                result: InstrRef::of(module, branch_result(module, c.root, path)),
+            }
+        })
+        .collect()
 }
 
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
@@ -247,15 +353,24 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 let source = through_bitcasts(module, source);
                 let bytes = temp_bytes(model, source);
                 if source != param && bytes > 0 {
+                    let copy = module.instr(producer).name.clone();
+                    let how = match conditional_of(module, source) {
+                        Some((cond, index)) => Copied::ResultOfConditional {
+                            conditional: InstrRef::of(module, cond),
+                            branches: branches(module, cond, &index),
+                            copy,
+                        },
+                        None => Copied::ResultCopiedIn {
+                            computed_by: InstrRef::of(module, source),
+                            copy,
+                        },
+                    };
                     let evidence = Evidence {
                         parameter: alias.parameter,
                         argument: module.op_name(param),
                         output_index: alias.output_index.clone(),
                         bytes,
-                        how: Copied::ResultCopiedIn {
-                            computed_by: InstrRef::of(module, source),
-                            copy: module.instr(producer).name.clone(),
-                        },
+                        how,
                     };
                     let mut f = Finding::new(super::Evidence::DonationCopied(evidence), bytes)
                         .at(module, source)

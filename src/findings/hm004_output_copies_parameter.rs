@@ -40,7 +40,14 @@ impl Evidence {
     }
 
     pub fn fix(&self) -> String {
-        "do not return the input from the jitted function: the caller can keep using the array it passed in".into()
+        if self.donated {
+            return "do not return the donated input as well as its update: return one of them"
+                .into();
+        }
+        "do not return the input unchanged: the caller still has the array it passed in; where a framework \
+         returns the whole state for you (nnx.jit, a TrainState), donate that argument instead \
+         (donate_argnums), so XLA hands back the same buffer rather than a copy"
+            .into()
     }
 }
 

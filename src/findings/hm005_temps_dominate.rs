@@ -94,15 +94,14 @@ impl Evidence {
             } else {
                 format!(" under `{}`", scope.path)
             };
-            let spread = if layers.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " ({} of {}: {})",
-                    layers.len(),
+            let spread = match layers.len() {
+                0 => String::new(),
+                n if n == scope.children => format!(" ({})", layers.join(", ")),
+                n => format!(
+                    " (the largest {n} of {}: {})",
                     scope.children,
                     layers.join(", ")
-                )
+                ),
             };
             let kept = format!(
                 "{} of forward-pass values are kept for the backward pass{where_}{spread}",

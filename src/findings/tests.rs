@@ -152,3 +152,40 @@ fn every_code_is_documented_with_every_heading() {
         assert_eq!(super::rule(rule.name).map(|r| r.code), Some(rule.code));
     }
 }
+
+/// A real `lax.cond` update of a donated argument (samples/cond_donate): the
+/// copy into the donated buffer is blamed on the conditional, with each
+/// branch's result named, not on an op that "cannot write over its input".
+#[test]
+fn hm003_names_the_conditional_and_its_branches() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("samples/cond_donate/dump/module_0000.jit_cond_update.cpu_after_optimizations.txt");
+    let text = std::fs::read_to_string(path).unwrap();
+    let f = findings(&text);
+    let hm003 = f.iter().find(|f| f.code == "HM003").expect("HM003");
+    let super::Evidence::DonationCopied(e) = &hm003.evidence else {
+        panic!("{:?}", hm003.evidence)
+    };
+    let super::hm003_donation_copied::Copied::ResultOfConditional { branches, .. } = &e.how else {
+        panic!("{:?}", e.how)
+    };
+    let ops: Vec<&str> = branches
+        .iter()
+        .filter_map(|b| b.result.op_name.as_deref())
+        .collect();
+    assert_eq!(ops.len(), 2, "{branches:?}");
+    assert!(
+        ops.iter().any(|o| o.ends_with("branch_1_fun/tanh")),
+        "{ops:?}"
+    );
+    assert!(
+        ops.iter().any(|o| o.ends_with("branch_0_fun/mul")),
+        "{ops:?}"
+    );
+    assert!(
+        hm003.message().contains("comes out of the conditional"),
+        "{}",
+        hm003.message()
+    );
+    assert!(hm003.fix().contains("jnp.where"));
+}

@@ -522,10 +522,12 @@ impl PeakUsage {
             path.push(&child.name);
             node = child;
         }
+        // Scopes, not the ops themselves (`dot_general`): what a person wraps
+        // in jax.checkpoint is a block.
         let mut children: Vec<&ScopeNode> = node
             .children
             .iter()
-            .filter(|c| c.forward_bytes > 0)
+            .filter(|c| c.forward_bytes * 100 >= node.forward_bytes && !c.children.is_empty())
             .collect();
         children.sort_by_key(|c| std::cmp::Reverse(c.forward_bytes));
         Some(ActivationScope {

@@ -98,7 +98,7 @@ fn flax_training_step_groups_name_the_users_lines() {
         top.source
             .as_deref()
             .unwrap()
-            .ends_with("samples/gen_samples.py:875"),
+            .ends_with("samples/gen_samples.py:885"),
         "{top:?}"
     );
     assert_eq!(
@@ -120,7 +120,7 @@ fn flax_training_step_groups_name_the_users_lines() {
     assert!(
         callers
             .iter()
-            .all(|c| c.ends_with("gen_samples.py:843") || c.ends_with("gen_samples.py:846")),
+            .all(|c| c.ends_with("gen_samples.py:853") || c.ends_with("gen_samples.py:856")),
         "{callers:?}"
     );
     let role = |r: Role| {
