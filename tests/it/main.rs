@@ -8,6 +8,7 @@ mod errors;
 mod explain;
 mod gate;
 mod hostile;
+mod oom_catalog;
 mod html;
 mod parse;
 mod samples;
