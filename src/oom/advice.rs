@@ -135,6 +135,15 @@ pub enum Advice {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         custom_kernel: Option<bool>,
     },
+    /// The program's inputs and outputs alone are over the memory limit XLA
+    /// schedules for: they must shrink by `saves_bytes` whatever the schedule.
+    ArgumentsTooLarge {
+        argument_bytes: u64,
+        limit_bytes: u64,
+        saves_bytes: u64,
+    },
+    /// Host memory: fewer or smaller arrays kept on the host.
+    HostMemory,
     FreeLiveArrays {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         saves_bytes: Option<u64>,
@@ -163,6 +172,7 @@ impl Advice {
             Advice::DonateArgument { saves_bytes, .. }
             | Advice::UseFloat32 { saves_bytes, .. }
             | Advice::SmallerBatch { saves_bytes, .. }
+            | Advice::ArgumentsTooLarge { saves_bytes, .. }
             | Advice::ReduceTilePadding { saves_bytes } => Saving::Bytes(*saves_bytes),
             Advice::DonateMatchingInput { saves_bytes, .. }
             | Advice::AvoidBroadcast { saves_bytes, .. }
@@ -216,6 +226,13 @@ impl Advice {
                  (or --xla_tpu_scoped_vmem_limit_kib for all of XLA's own ops)",
                 size.map_or("N".to_string(), |s| round_up_mib(s).to_string())
             ),
+            Advice::ArgumentsTooLarge { .. } => "Make the inputs and outputs smaller: shard them across devices, \
+                 pass smaller arrays, or keep large ones on the host"
+                .into(),
+            Advice::HostMemory => "Keep fewer or smaller arrays in host memory (arrays placed with \
+                 memory_kind=\"pinned_host\", offloaded activations, host-side copies), or run on a machine with more \
+                 RAM; on GPU, XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB raises XLA's own cap on pinned host memory"
+                .into(),
             Advice::FreeLiveArrays { .. } => "Free device arrays you no longer need before this call (del them, \
                  avoid keeping old results), and donate inputs that are replaced"
                 .into(),
@@ -308,6 +325,19 @@ impl Advice {
                 };
                 format!("{need}; the scoped limit is a default below the chip's VMEM, not its size{who}")
             }
+            Advice::ArgumentsTooLarge {
+                argument_bytes,
+                limit_bytes,
+                ..
+            } => format!(
+                "the program's inputs and outputs take {} against a scheduling limit of {}; no schedule or \
+                 rematerialization can bring memory below what the arguments themselves hold",
+                human_bytes(*argument_bytes),
+                human_bytes(*limit_bytes)
+            ),
+            Advice::HostMemory => "the allocation that failed is in host memory, not on the accelerator; \
+                 device-side advice (donation, remat, sharding) does not apply"
+                .into(),
             Advice::FreeLiveArrays { .. } => {
                 "the program fits the device but other live arrays occupy the room it needs at this moment".into()
             }
@@ -432,6 +462,36 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
         }
     }
 
+    if let Some(t) = tpu.filter(|_| usable(Quantity::CompileRequires)) {
+        if let (Some(requires), Some(available)) = (t.requires, t.available) {
+            if requires.bytes > available.bytes {
+                advice.push(Advice::SmallerBatch {
+                    needs: requires.bytes,
+                    available: available.bytes,
+                    saves_bytes: requires.bytes - available.bytes,
+                });
+            }
+        }
+    }
+    for w in &msg.warnings {
+        if let Warning::ArgumentsExceedLimit {
+            argument_bytes: Some(args),
+            limit_bytes: Some(limit),
+        } = *w
+        {
+            if args > limit && args <= checks::LARGEST_DEVICE_BYTES {
+                advice.push(Advice::ArgumentsTooLarge {
+                    argument_bytes: args,
+                    limit_bytes: limit,
+                    saves_bytes: args - limit,
+                });
+            }
+        }
+    }
+    if msg.host && msg.format == OomFormat::HostAllocation {
+        advice.push(Advice::HostMemory);
+    }
+
     remat(msg, e, &mut advice);
 
     let padding = padding_bytes(msg);
@@ -450,10 +510,11 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
             space: space.clone(),
             saves_bytes: over,
         });
-        if space == "vmem" {
+        // Only the scoped form names a limit that a kernel can raise.
+        if let Some(scoped) = scoped.filter(|_| space == "vmem") {
             advice.push(Advice::RaiseVmemLimit {
-                size: scoped.and_then(|s| s.size).or(t.used).map(|a| a.bytes),
-                limit: scoped.and_then(|s| s.limit).or(t.capacity).map(|a| a.bytes),
+                size: scoped.size.map(|a| a.bytes),
+                limit: scoped.limit.map(|a| a.bytes),
                 custom_kernel: t.stack_instruction.as_ref().map(|_| t.custom_kernel),
             });
         }
@@ -498,7 +559,9 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
             msg.format,
             OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate | OomFormat::GpuDriver
         );
-    let big = msg.stats.total.is_some() || tpu.is_some_and(|t| t.used.is_some() || t.total_usage.is_some()) || !msg.peak_buffers.is_empty();
+    let big = msg.stats.total.is_some()
+        || tpu.is_some_and(|t| t.used.is_some() || t.total_usage.is_some() || t.requires.is_some())
+        || !msg.peak_buffers.is_empty();
     if divides && big && !matches!(e.verdict, super::verdict::Verdict::ShapeMistake { .. }) {
         advice.push(Advice::Shard);
     }

@@ -216,7 +216,7 @@ impl Failure {
                     human_bytes(requested.bytes),
                     h(*free)
                 );
-                if let Some(r) = reservable {
+                if let Some(r) = reservable.filter(|r| free.is_none_or(|f| r.bytes < f.bytes)) {
                     s += &format!(
                         ", but only {} reservable (free memory above other live buffers cannot be reserved there)",
                         human_bytes(r.bytes)

@@ -263,8 +263,14 @@ impl Verdict {
                 } else {
                     String::new()
                 };
+                // On-chip memory holds one kernel's working set, not the program.
+                let who = if matches!(space.as_str(), "vmem" | "smem") {
+                    "one kernel"
+                } else {
+                    "the program"
+                };
                 format!(
-                    "the program needs {} of {space}, {} are available: {} over{ratio}",
+                    "{who} needs {} of {space}, {} are available: {} over{ratio}",
                     human_bytes(needs.bytes),
                     human_bytes(available.bytes),
                     human_bytes(over)
