@@ -562,8 +562,13 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     let big = msg.stats.total.is_some()
         || tpu.is_some_and(|t| t.used.is_some() || t.total_usage.is_some() || t.requires.is_some())
         || !msg.peak_buffers.is_empty();
-    if divides && big && !matches!(e.verdict, super::verdict::Verdict::ShapeMistake { .. }) {
+    if divides && big {
         advice.push(Advice::Shard);
+    }
+    // A shape mistake is not a shortage: more memory or less of it per
+    // device does not fix it; finding the shape does.
+    if matches!(e.verdict, super::verdict::Verdict::ShapeMistake { .. }) {
+        advice.retain(|a| matches!(a, Advice::CheckShapes { .. } | Advice::DumpTheProgram));
     }
     rank(advice)
 }

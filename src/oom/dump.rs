@@ -30,6 +30,8 @@ pub struct DumpLinks {
 pub enum DumpCheck {
     /// A buffer of the message whose shape no instruction of the module has.
     BufferNotInModule { number: u64, shape: String },
+    /// None of the message's buffers is in the module: another program.
+    NoBufferInModule { count: usize },
     /// A buffer found by its shape, but the message gives another size.
     SizeDiffers {
         number: u64,
@@ -54,6 +56,10 @@ impl DumpCheck {
             DumpCheck::BufferNotInModule { number, shape } => format!(
                 "buffer {number} ({shape}) is not in this module: the dump may be of another program, or another version of it"
             ),
+            DumpCheck::NoBufferInModule { count } => format!(
+                "none of the message's {count} buffers is in this module: the dump is of another program (or of \
+                 other shapes); what follows about it does not describe the failure"
+            ),
             DumpCheck::SizeDiffers {
                 number,
                 message_bytes,
@@ -75,10 +81,14 @@ impl DumpCheck {
             ),
             DumpCheck::AlreadyDonates { parameters } => {
                 let list: Vec<String> = parameters.iter().map(u64::to_string).collect();
+                let (s, them) = if parameters.len() == 1 {
+                    ("", "it")
+                } else {
+                    ("s", "them")
+                };
                 format!(
-                    "this module already donates parameter{} {}: donating them is done, the memory they save is \
-                     already counted",
-                    if parameters.len() == 1 { "" } else { "s" },
+                    "this module already donates parameter{s} {}: donating {them} again saves nothing, the saving \
+                     is already in its numbers",
                     list.join(", ")
                 )
             }
@@ -175,6 +185,14 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
                 }
             }
         }
+    }
+    let missing = checks
+        .iter()
+        .filter(|c| matches!(c, DumpCheck::BufferNotInModule { .. }))
+        .count();
+    if missing >= 2 && buffers.is_empty() {
+        checks.retain(|c| !matches!(c, DumpCheck::BufferNotInModule { .. }));
+        checks.push(DumpCheck::NoBufferInModule { count: missing });
     }
     for (stat, theirs, ours) in [
         ("total allocation", msg.stats.total, model.totals.device_bytes),

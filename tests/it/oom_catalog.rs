@@ -291,3 +291,57 @@ fn the_same_error_printed_twice_is_one_message() {
     let text = format!("{}\nTraceback (most recent call last):\n{first_line}\n", e.text);
     check(&e, &text, "then its first line again", |_| true);
 }
+
+/// No advice contradicts what the message shows, for every phrasing and every sample.
+#[test]
+fn advice_never_contradicts_the_message() {
+    use hlomem::oom::advice::{Advice, Saving, Workload};
+    let mut texts: Vec<(String, String)> = catalog().into_iter().map(|e| (e.name, e.text)).collect();
+    for entry in std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/oom")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "txt") {
+            texts.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+        }
+    }
+    for (name, text) in texts {
+        for msg in oom::read_all(&text) {
+            let e = oom::explain::explain(&msg, None);
+            let kinds: Vec<&Advice> = e.advice.iter().collect();
+            let has = |f: fn(&Advice) -> bool| kinds.iter().any(|a| f(a));
+            let t = msg.tpu.clone().unwrap_or_default();
+            let on_chip = matches!(t.memory_space.as_deref(), Some("vmem" | "smem")) || t.scoped.is_some();
+            if on_chip {
+                assert!(!has(|a| matches!(a, Advice::Shard | Advice::SmallerBatch { .. } | Advice::Rematerialize { .. })), "{name}: device-wide advice for on-chip memory: {kinds:?}");
+            }
+            if matches!(msg.format.name(), "tpu-runtime-reserve" | "tpu-runtime-allocate" | "gpu-driver") || msg.host {
+                assert!(!has(|a| matches!(a, Advice::Shard)), "{name}: sharding does not free run-time room: {kinds:?}");
+            }
+            if msg.host {
+                assert!(!has(|a| matches!(a, Advice::Rematerialize { .. } | Advice::GpuPool | Advice::DonateMatchingInput { .. })), "{name}: device advice for host memory: {kinds:?}");
+            }
+            if !e.problems.is_empty() && matches!(e.verdict, hlomem::oom::verdict::Verdict::ShapeMistake { .. }) {
+                assert!(matches!(kinds.first(), Some(Advice::CheckShapes { .. })), "{name}: a shape mistake must lead: {kinds:?}");
+                assert!(!has(|a| matches!(a, Advice::SmallerBatch { .. } | Advice::Shard)), "{name}: advice computed from an impossible size: {kinds:?}");
+            }
+            if e.situation.workload == Workload::Inference || e.situation.remat.is_some() {
+                assert!(!has(|a| matches!(a, Advice::Rematerialize { .. })), "{name}: remat advice that does not fit: {kinds:?}");
+            }
+            for a in &e.advice {
+                assert!(!a.action().contains("PREALLOCATE=false"), "{name}: preallocation offered as a fix");
+            }
+            // Ranked: shape checks, then savings largest first, then what cannot be measured.
+            let savings: Vec<Option<u64>> = e
+                .advice
+                .iter()
+                .filter(|a| !matches!(a, Advice::CheckShapes { .. }))
+                .map(|a| match a.saving() {
+                    Saving::Bytes(b) => Some(b),
+                    Saving::NotMeasurable => None,
+                })
+                .collect();
+            let mut sorted = savings.clone();
+            sorted.sort_by(|a, b| b.cmp(a));
+            assert_eq!(savings, sorted, "{name}: advice out of order");
+        }
+    }
+}
