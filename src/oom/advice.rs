@@ -26,7 +26,9 @@ pub const XLA_ERROR_SCOPED_VMEM: &str = "https://openxla.org/xla/errors/error_10
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Workload {
     /// An op name with `transpose(` or `jvp(`: JAX's autodiff.
-    Training { evidence: String },
+    Training {
+        evidence: String,
+    },
     /// Op names are given and none is autodiff's.
     Inference,
     Unknown,
@@ -57,7 +59,11 @@ impl Situation {
             .or_else(|| dump.and_then(|d| d.training_evidence.clone()));
         // A few op names without autodiff's are weak evidence (the listed
         // buffers may all be forward values); the dump's whole program is strong.
-        let op_names = msg.peak_buffers.iter().filter(|b| b.op_name.is_some()).count();
+        let op_names = msg
+            .peak_buffers
+            .iter()
+            .filter(|b| b.op_name.is_some())
+            .count();
         let workload = match training {
             Some(evidence) => Workload::Training { evidence },
             None if op_names >= 3 || dump.is_some() => Workload::Inference,
@@ -81,7 +87,9 @@ impl Situation {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Advice {
     /// A size no device holds: fix the shapes before anything else.
-    CheckShapes { bytes: u64 },
+    CheckShapes {
+        bytes: u64,
+    },
     /// From the dump: this argument could receive an output.
     DonateArgument {
         parameter: u64,
@@ -97,7 +105,10 @@ pub enum Advice {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         saves_bytes: Option<u64>,
     },
-    UseFloat32 { wide_bytes: u64, saves_bytes: u64 },
+    UseFloat32 {
+        wide_bytes: u64,
+        saves_bytes: u64,
+    },
     AvoidBroadcast {
         buffer: BufferRef,
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -117,8 +128,12 @@ pub enum Advice {
         workload: Workload,
     },
     /// Remat is on already: what is left is batch, sharding, or finer remat policies.
-    RematAlreadyOn { evidence: String },
-    ReduceTilePadding { saves_bytes: u64 },
+    RematAlreadyOn {
+        evidence: String,
+    },
+    ReduceTilePadding {
+        saves_bytes: u64,
+    },
     /// VMEM/SMEM: smaller kernel blocks.
     KernelBlockSizes {
         space: String,
@@ -149,7 +164,10 @@ pub enum Advice {
         saves_bytes: Option<u64>,
     },
     /// Enough is free, but not in one piece.
-    Fragmentation { largest_free_region: u64, requested: u64 },
+    Fragmentation {
+        largest_free_region: u64,
+        requested: u64,
+    },
     /// JAX's GPU pool: its fraction, and what preallocation does and does not change.
     GpuPool,
     /// The driver refused: another process holds the GPU.
@@ -420,7 +438,8 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     };
     let tpu = msg.tpu.as_ref();
     let space = tpu.and_then(|t| t.memory_space.as_deref());
-    let on_chip = matches!(space, Some("vmem") | Some("smem")) || tpu.is_some_and(|t| t.scoped.is_some());
+    let on_chip =
+        matches!(space, Some("vmem") | Some("smem")) || tpu.is_some_and(|t| t.scoped.is_some());
 
     donation(msg, e, &mut advice);
 
@@ -440,7 +459,10 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     }
 
     if let Some(b) = msg.peak_buffers.iter().find(|b| {
-        b.label.as_deref() == Some("broadcast") || b.op_name.as_deref().is_some_and(|o| o.contains("broadcast"))
+        b.label.as_deref() == Some("broadcast")
+            || b.op_name
+                .as_deref()
+                .is_some_and(|o| o.contains("broadcast"))
     }) {
         advice.push(Advice::AvoidBroadcast {
             buffer: BufferRef::of(b),
@@ -451,7 +473,9 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     // How much the program needs against what it has, when the message says both.
     if let Some(t) = tpu.filter(|_| !on_chip && usable(Quantity::ProgramUsage)) {
         if let (Some(used), Some(cap)) = (t.used, t.capacity) {
-            let needs = used.bytes.saturating_add(t.sparse_core.map_or(0, |a| a.bytes));
+            let needs = used
+                .bytes
+                .saturating_add(t.sparse_core.map_or(0, |a| a.bytes));
             if needs > cap.bytes {
                 advice.push(Advice::SmallerBatch {
                     needs,
@@ -496,14 +520,21 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
 
     let padding = padding_bytes(msg);
     if padding > 0 {
-        advice.push(Advice::ReduceTilePadding { saves_bytes: padding });
+        advice.push(Advice::ReduceTilePadding {
+            saves_bytes: padding,
+        });
     }
 
     if let Some(t) = tpu.filter(|_| on_chip) {
         let space = space.unwrap_or("vmem").to_string();
         let scoped = t.scoped;
         let over = scoped
-            .and_then(|s| s.exceeded_by.or(s.size.zip(s.limit).map(|(s, l)| Amount::exact(s.bytes.saturating_sub(l.bytes)))))
+            .and_then(|s| {
+                s.exceeded_by.or(s
+                    .size
+                    .zip(s.limit)
+                    .map(|(s, l)| Amount::exact(s.bytes.saturating_sub(l.bytes))))
+            })
             .or(t.exceeded_by)
             .map(|a| a.bytes);
         advice.push(Advice::KernelBlockSizes {
@@ -521,7 +552,10 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     }
 
     if let (Some(t), Some(requested)) = (tpu, msg.requested) {
-        if matches!(msg.format, OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate) {
+        if matches!(
+            msg.format,
+            OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate
+        ) {
             let usable_now = t.reservable.or(t.largest_free_region).or(t.free);
             advice.push(Advice::FreeLiveArrays {
                 saves_bytes: usable_now.map(|u| requested.bytes.saturating_sub(u.bytes)),
@@ -613,7 +647,11 @@ fn donation(msg: &OomMessage, e: &Explanation, advice: &mut Vec<Advice>) {
         .peak_buffers
         .iter()
         .filter(|b| b.kind.as_deref() == Some("instruction"))
-        .find(|r| params.iter().any(|p| p.shape == r.shape && p.size == r.size));
+        .find(|r| {
+            params
+                .iter()
+                .any(|p| p.shape == r.shape && p.size == r.size)
+        });
     if let Some(r) = result {
         advice.push(Advice::DonateMatchingInput {
             shape: r.shape.clone().unwrap_or_default(),

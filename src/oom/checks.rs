@@ -69,7 +69,11 @@ pub enum Problem {
         exceeded_by: u64,
     },
     /// `Scoped allocation with size X and limit Y exceeded ... by Z` where Z is not X − Y.
-    ScopedMismatch { size: u64, limit: u64, exceeded_by: u64 },
+    ScopedMismatch {
+        size: u64,
+        limit: u64,
+        exceeded_by: u64,
+    },
     /// The compiler aborted for lack of memory yet says what it requires fits.
     RequiresFits { requires: u64, available: u64 },
 }

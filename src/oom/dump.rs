@@ -195,8 +195,16 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
         checks.push(DumpCheck::NoBufferInModule { count: missing });
     }
     for (stat, theirs, ours) in [
-        ("total allocation", msg.stats.total, model.totals.device_bytes),
-        ("parameter allocation", msg.stats.parameter, model.totals.argument_bytes),
+        (
+            "total allocation",
+            msg.stats.total,
+            model.totals.device_bytes,
+        ),
+        (
+            "parameter allocation",
+            msg.stats.parameter,
+            model.totals.argument_bytes,
+        ),
     ] {
         if let Some(theirs) = theirs {
             if !crate::oom::explain::within_rounding(theirs, Amount::exact(ours)) {
@@ -221,15 +229,11 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
             parameters: donated,
         });
     }
-    let training_evidence = module
-        .instructions
-        .iter()
-        .enumerate()
-        .find_map(|(i, _)| {
-            module
-                .op_name(InstrId(i as u32))
-                .filter(|o| o.contains("transpose(") || o.contains("jvp("))
-        });
+    let training_evidence = module.instructions.iter().enumerate().find_map(|(i, _)| {
+        module
+            .op_name(InstrId(i as u32))
+            .filter(|o| o.contains("transpose(") || o.contains("jvp("))
+    });
     DumpLinks {
         module: module.name.clone(),
         file: module.path.display().to_string(),

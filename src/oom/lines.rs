@@ -42,10 +42,7 @@ pub const ANCHORS: &[&str] = &[
 pub fn logical_lines(text: &str, reach: Reach) -> Vec<String> {
     // Trailing spaces stay until lines are joined: a wrap at a fixed column
     // keeps the space it broke at on the first line.
-    let physical: Vec<String> = text
-        .split(['\n', '\r'])
-        .flat_map(unescape_line)
-        .collect();
+    let physical: Vec<String> = text.split(['\n', '\r']).flat_map(unescape_line).collect();
     join_wrapped(physical, reach)
         .into_iter()
         .map(|l| l.trim_end().to_string())
@@ -122,13 +119,13 @@ fn completes_anchor(line: &str, next: &str) -> bool {
 /// one: `2024-06-24 17:01:13...`, `E0309 12:51:51...`, `Traceback ...`.
 fn starts_record(line: &str) -> bool {
     let b = line.as_bytes();
-    let digits = |r: std::ops::Range<usize>| b.len() >= r.end && b[r].iter().all(u8::is_ascii_digit);
+    let digits =
+        |r: std::ops::Range<usize>| b.len() >= r.end && b[r].iter().all(u8::is_ascii_digit);
     let date = digits(0..4) && b.get(4) == Some(&b'-') && digits(5..7);
     let glog = matches!(b.first(), Some(b'I' | b'W' | b'E' | b'F'))
         && digits(1..5)
         && b.get(5) == Some(&b' ');
-    date
-        || glog
+    date || glog
         || ["Traceback", "During handling", "The above exception"]
             .iter()
             .any(|p| line.starts_with(p))
@@ -170,7 +167,11 @@ fn joins(lines: &[&str]) -> [String; 3] {
         let l = if i > 0 { l.trim_start() } else { l };
         spaced.push_str(l);
         tight.push_str(lines[i]);
-        by_width.push_str(if i > 0 && lines[i - 1].len() < width { l } else { lines[i] });
+        by_width.push_str(if i > 0 && lines[i - 1].len() < width {
+            l
+        } else {
+            lines[i]
+        });
     }
     [tight, spaced, by_width]
 }
@@ -213,7 +214,10 @@ fn join_wrapped(lines: Vec<String>, reach: Reach) -> Vec<String> {
                     })
                     .filter(|(end, _)| *end > before)
                     .max_by_key(|(end, text)| {
-                        (*end as isize - text.len() as isize, std::cmp::Reverse(text.len()))
+                        (
+                            *end as isize - text.len() as isize,
+                            std::cmp::Reverse(text.len()),
+                        )
                     });
                 if let Some((_, text)) = best {
                     current = text;
@@ -234,7 +238,9 @@ mod tests {
 
     #[test]
     fn escaped_newlines_become_lines() {
-        let l = unescape_line(r#"{"msg": "Out of memory.\nBufferAssignment stats:\n\tparameter: \"x\""}"#);
+        let l = unescape_line(
+            r#"{"msg": "Out of memory.\nBufferAssignment stats:\n\tparameter: \"x\""}"#,
+        );
         assert_eq!(l.len(), 3);
         assert_eq!(l[1], "BufferAssignment stats:");
         assert_eq!(l[2], "\tparameter: \"x\"\"}");

@@ -7,6 +7,7 @@ pub mod advice;
 pub mod checks;
 pub mod dump;
 pub mod explain;
+pub mod failure;
 mod lines;
 pub mod model;
 mod parse;

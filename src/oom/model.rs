@@ -40,7 +40,8 @@ impl Amount {
         // Decimal arithmetic, not floating point: `3.47E` is 4000637620985759007
         // bytes to the byte, which an f64 cannot hold.
         let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
-        if whole.is_empty() || fraction.len() > 18 || !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        if whole.is_empty() || fraction.len() > 18 || !fraction.bytes().all(|b| b.is_ascii_digit())
+        {
             return None;
         }
         let digits: u128 = format!("{whole}{fraction}").parse().ok()?;

@@ -196,10 +196,7 @@ fn deduplicate(messages: Vec<(Option<String>, OomMessage)>) -> Vec<OomMessage> {
     };
     let mut out: Vec<(Option<String>, OomMessage)> = Vec::new();
     for (key, msg) in messages {
-        match out
-            .iter_mut()
-            .find(|(k, _)| key.is_some() && *k == key)
-        {
+        match out.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
             Some((_, kept)) => {
                 if richness(&msg) > richness(kept) {
                     *kept = msg;
@@ -513,7 +510,8 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
                     Rule::size => sizes.push(size_of(&p)),
                     Rule::device => msg.device = Some(p.as_str().to_string()),
                     Rule::fragmentation_note => {
-                        tpu(msg).largest_free_region = sizes_in(p.into_inner()).first().copied().flatten()
+                        tpu(msg).largest_free_region =
+                            sizes_in(p.into_inner()).first().copied().flatten()
                     }
                     _ => {}
                 }

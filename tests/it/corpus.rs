@@ -292,11 +292,19 @@ fn corpus_oom_advice_fits_each_message() {
     let mut out = String::new();
     for path in names {
         let text = std::fs::read_to_string(&path).unwrap();
-        let source = text.lines().next().unwrap_or_default().trim_start_matches("# source: ");
+        let source = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("# source: ");
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         let msg = hlomem::oom::read(&text).unwrap();
         let e = hlomem::oom::explain::explain(&msg, None);
-        out += &format!("{name} ({source}) {}\n  verdict: {}\n", msg.format.name(), e.verdict.sentence());
+        out += &format!(
+            "{name} ({source}) {}\n  verdict: {}\n",
+            msg.format.name(),
+            e.verdict.sentence()
+        );
         for p in &e.problems {
             out += &format!("  problem: {}\n", p.message());
         }

@@ -196,23 +196,39 @@ fn two_messages_in_one_log_are_each_explained() {
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(json["format"], "gpu-allocation");
     assert_eq!(json["requested_bytes"], 1024);
-    assert!(json.get("tpu").is_none(), "the TPU numbers stay with their message");
+    assert!(
+        json.get("tpu").is_none(),
+        "the TPU numbers stay with their message"
+    );
     let others = json["others"].as_array().unwrap();
     assert_eq!(others.len(), 1);
     assert_eq!(others[0]["format"], "tpu-compile");
     assert!(others[0]["requested_bytes"].is_null());
     let (_, text, _) = explain(&[path]);
-    assert!(text.contains("Another out-of-memory message in the same text (2 of 2)"), "{text}");
+    assert!(
+        text.contains("Another out-of-memory message in the same text (2 of 2)"),
+        "{text}"
+    );
 }
 
 /// `--dump` says when the dump is of another program, and when its program
 /// already donates what the advice would donate.
 #[test]
 fn dump_of_another_program_or_already_donating_is_said() {
-    let (code, text, err) = explain(&["samples/oom/motivating.txt", "--dump", "samples/add_nodonate/dump"]);
+    let (code, text, err) = explain(&[
+        "samples/oom/motivating.txt",
+        "--dump",
+        "samples/add_nodonate/dump",
+    ]);
     assert_eq!(code, Some(0), "{err}");
-    assert!(text.contains("none of the message's 3 buffers is in this module"), "{text}");
-    assert!(text.contains("the message's total allocation is 41.32GiB but this module's is 22.89MiB"), "{text}");
+    assert!(
+        text.contains("none of the message's 3 buffers is in this module"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the message's total allocation is 41.32GiB but this module's is 22.89MiB"),
+        "{text}"
+    );
     let (code, json, err) = explain(&[
         "samples/oom/gpu_add_small.txt",
         "--dump",
@@ -224,10 +240,17 @@ fn dump_of_another_program_or_already_donating_is_said() {
     let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     let checks = json["explanation"]["dump"]["checks"].as_array().unwrap();
     assert!(
-        checks.iter().any(|c| c["kind"] == "already-donates" && c["parameters"][0] == 0),
+        checks
+            .iter()
+            .any(|c| c["kind"] == "already-donates" && c["parameters"][0] == 0),
         "{checks:?}"
     );
     // The advice does not ask to donate what is donated.
     let advice = json["explanation"]["advice"].as_array().unwrap();
-    assert!(!advice.iter().any(|a| a["kind"].as_str().unwrap().starts_with("donate")), "{advice:?}");
+    assert!(
+        !advice
+            .iter()
+            .any(|a| a["kind"].as_str().unwrap().starts_with("donate")),
+        "{advice:?}"
+    );
 }

@@ -133,7 +133,10 @@ fn value(msg: &OomMessage, key: &str) -> Option<String> {
 /// Keys that are the message's numbers and kind: what must survive any
 /// wrapping (a name or shape cut by a wrap at a fixed column is not rejoined).
 fn numeric(key: &str) -> bool {
-    !matches!(key, "stack_instruction" | "custom_kernel" | "allocator" | "device" | "driver_error")
+    !matches!(
+        key,
+        "stack_instruction" | "custom_kernel" | "allocator" | "device" | "driver_error"
+    )
 }
 
 /// Checks the leading message of `text` against the entry; `what` names the variant.
@@ -152,7 +155,11 @@ fn check(entry: &Entry, text: &str, what: &str, keys: fn(&str) -> bool) {
         all.len()
     );
     let msg = oom::read(text).unwrap_or_else(|| panic!("{} ({what}): not recognized", entry.name));
-    for (key, want) in entry.expect.iter().filter(|(k, _)| k != "messages" && keys(k)) {
+    for (key, want) in entry
+        .expect
+        .iter()
+        .filter(|(k, _)| k != "messages" && keys(k))
+    {
         assert_eq!(
             value(&msg, key).as_deref(),
             Some(want.as_str()),
@@ -200,8 +207,17 @@ fn escaped_quoted_and_prefixed_variants_read_the_same() {
         );
         check(e, &json, "in a JSON log", |_| true);
         // A Python repr of the exception, and a repr of that repr.
-        let repr = e.text.replace('\\', "\\\\").replace('\n', "\\n").replace('\'', "\\'");
-        check(e, &format!("XlaRuntimeError('{repr}')\n"), "Python repr", |_| true);
+        let repr = e
+            .text
+            .replace('\\', "\\\\")
+            .replace('\n', "\\n")
+            .replace('\'', "\\'");
+        check(
+            e,
+            &format!("XlaRuntimeError('{repr}')\n"),
+            "Python repr",
+            |_| true,
+        );
         let repr2 = repr.replace('\\', "\\\\");
         check(e, &format!("'{repr2}'\n"), "repr of a repr", |_| true);
         let quoted: String = e.text.lines().map(|l| format!("> {l}\n")).collect();
@@ -288,7 +304,10 @@ fn the_same_error_printed_twice_is_one_message() {
         .unwrap();
     // A log line with the whole message, then the traceback's one line.
     let first_line = e.text.lines().next().unwrap();
-    let text = format!("{}\nTraceback (most recent call last):\n{first_line}\n", e.text);
+    let text = format!(
+        "{}\nTraceback (most recent call last):\n{first_line}\n",
+        e.text
+    );
     check(&e, &text, "then its first line again", |_| true);
 }
 
@@ -296,11 +315,17 @@ fn the_same_error_printed_twice_is_one_message() {
 #[test]
 fn advice_never_contradicts_the_message() {
     use hlomem::oom::advice::{Advice, Saving, Workload};
-    let mut texts: Vec<(String, String)> = catalog().into_iter().map(|e| (e.name, e.text)).collect();
-    for entry in std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/oom")).unwrap() {
+    let mut texts: Vec<(String, String)> =
+        catalog().into_iter().map(|e| (e.name, e.text)).collect();
+    for entry in
+        std::fs::read_dir(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("samples/oom")).unwrap()
+    {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|x| x == "txt") {
-            texts.push((path.display().to_string(), std::fs::read_to_string(&path).unwrap()));
+            texts.push((
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
         }
     }
     for (name, text) in texts {
@@ -309,25 +334,64 @@ fn advice_never_contradicts_the_message() {
             let kinds: Vec<&Advice> = e.advice.iter().collect();
             let has = |f: fn(&Advice) -> bool| kinds.iter().any(|a| f(a));
             let t = msg.tpu.clone().unwrap_or_default();
-            let on_chip = matches!(t.memory_space.as_deref(), Some("vmem" | "smem")) || t.scoped.is_some();
+            let on_chip =
+                matches!(t.memory_space.as_deref(), Some("vmem" | "smem")) || t.scoped.is_some();
             if on_chip {
-                assert!(!has(|a| matches!(a, Advice::Shard | Advice::SmallerBatch { .. } | Advice::Rematerialize { .. })), "{name}: device-wide advice for on-chip memory: {kinds:?}");
+                assert!(
+                    !has(|a| matches!(
+                        a,
+                        Advice::Shard | Advice::SmallerBatch { .. } | Advice::Rematerialize { .. }
+                    )),
+                    "{name}: device-wide advice for on-chip memory: {kinds:?}"
+                );
             }
-            if matches!(msg.format.name(), "tpu-runtime-reserve" | "tpu-runtime-allocate" | "gpu-driver") || msg.host {
-                assert!(!has(|a| matches!(a, Advice::Shard)), "{name}: sharding does not free run-time room: {kinds:?}");
+            if matches!(
+                msg.format.name(),
+                "tpu-runtime-reserve" | "tpu-runtime-allocate" | "gpu-driver"
+            ) || msg.host
+            {
+                assert!(
+                    !has(|a| matches!(a, Advice::Shard)),
+                    "{name}: sharding does not free run-time room: {kinds:?}"
+                );
             }
             if msg.host {
-                assert!(!has(|a| matches!(a, Advice::Rematerialize { .. } | Advice::GpuPool | Advice::DonateMatchingInput { .. })), "{name}: device advice for host memory: {kinds:?}");
+                assert!(
+                    !has(|a| matches!(
+                        a,
+                        Advice::Rematerialize { .. }
+                            | Advice::GpuPool
+                            | Advice::DonateMatchingInput { .. }
+                    )),
+                    "{name}: device advice for host memory: {kinds:?}"
+                );
             }
-            if !e.problems.is_empty() && matches!(e.verdict, hlomem::oom::verdict::Verdict::ShapeMistake { .. }) {
-                assert!(matches!(kinds.first(), Some(Advice::CheckShapes { .. })), "{name}: a shape mistake must lead: {kinds:?}");
-                assert!(!has(|a| matches!(a, Advice::SmallerBatch { .. } | Advice::Shard)), "{name}: advice computed from an impossible size: {kinds:?}");
+            if !e.problems.is_empty()
+                && matches!(
+                    e.verdict,
+                    hlomem::oom::verdict::Verdict::ShapeMistake { .. }
+                )
+            {
+                assert!(
+                    matches!(kinds.first(), Some(Advice::CheckShapes { .. })),
+                    "{name}: a shape mistake must lead: {kinds:?}"
+                );
+                assert!(
+                    !has(|a| matches!(a, Advice::SmallerBatch { .. } | Advice::Shard)),
+                    "{name}: advice computed from an impossible size: {kinds:?}"
+                );
             }
             if e.situation.workload == Workload::Inference || e.situation.remat.is_some() {
-                assert!(!has(|a| matches!(a, Advice::Rematerialize { .. })), "{name}: remat advice that does not fit: {kinds:?}");
+                assert!(
+                    !has(|a| matches!(a, Advice::Rematerialize { .. })),
+                    "{name}: remat advice that does not fit: {kinds:?}"
+                );
             }
             for a in &e.advice {
-                assert!(!a.action().contains("PREALLOCATE=false"), "{name}: preallocation offered as a fix");
+                assert!(
+                    !a.action().contains("PREALLOCATE=false"),
+                    "{name}: preallocation offered as a fix"
+                );
             }
             // Ranked: shape checks, then savings largest first, then what cannot be measured.
             let savings: Vec<Option<u64>> = e
