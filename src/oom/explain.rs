@@ -9,6 +9,7 @@ use super::advice::{self, Advice, Situation};
 use super::checks::{self, Problem, Quantity};
 use super::dump::DumpLinks;
 use super::failure::{self, Failure};
+use super::model::human as h;
 use super::model::*;
 use super::verdict::Verdict;
 use crate::units::human_bytes;
@@ -128,10 +129,6 @@ impl BufferRef {
             _ => format!("a buffer{label}"),
         }
     }
-}
-
-fn h(a: Option<Amount>) -> String {
-    a.map_or_else(|| "?".into(), |a| human_bytes(a.bytes))
 }
 
 /// A stat of the `BufferAssignment stats:` block.

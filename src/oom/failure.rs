@@ -6,12 +6,9 @@ use serde::Serialize;
 
 use super::checks::{self, Problem, Quantity};
 use super::explain::{within_rounding, BufferRef, Device};
+use super::model::human as h;
 use super::model::*;
 use crate::units::human_bytes;
-
-fn h(a: Option<Amount>) -> String {
-    a.map_or_else(|| "?".into(), |a| human_bytes(a.bytes))
-}
 
 /// One statement of what failed.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]

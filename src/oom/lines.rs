@@ -17,6 +17,11 @@ pub type Reach<'a> = &'a dyn Fn(&str) -> Vec<(usize, usize)>;
 /// 300 characters wrapped at 13 columns takes 24 lines.
 const MAX_JOINED: usize = 64;
 const MAX_JOINED_CHARS: usize = 2000;
+const MAX_JOINED_BEGUN: usize = 8;
+
+/// How many characters joining may parse in one text, so that a log of many
+/// thousand message-like lines stays linear; past it, lines are read as they are.
+const JOIN_BUDGET: usize = 1_000_000;
 
 /// Text at which a message can start; a line ending in the first letters of
 /// one (`... RESOURCE_EXHAUSTED: Out`) may continue on the next line.
@@ -178,16 +183,25 @@ fn joins(lines: &[&str]) -> [String; 3] {
 
 fn join_wrapped(lines: Vec<String>, reach: Reach) -> Vec<String> {
     let mut out = Vec::with_capacity(lines.len());
+    let mut budget = JOIN_BUDGET;
     let mut i = 0;
     while i < lines.len() {
         let mut current = lines[i].clone();
         let first = i;
         i += 1;
-        'grow: while i < lines.len() && mentions_message(&current) {
+        'grow: while i < lines.len() && budget > 0 && mentions_message(&current) {
+            // A line whose message has begun needs a few more lines at most
+            // (an optional tail such as `The caller indicates that this is
+            // not a failure` wrapped at a narrow column); one whose message
+            // has not begun (a wrapped anchor, numbers still to come) may
+            // need many.
+            let begun = !reach(&current).is_empty();
+            let depth = if begun { MAX_JOINED_BEGUN } else { MAX_JOINED };
             // The fewest following lines that the message reads into.
             let mut group: Vec<&str> = vec![current.as_str()];
             let mut chars = current.len();
-            for k in 0..MAX_JOINED.min(lines.len() - i) {
+            for k in 0..depth.min(lines.len() - i) {
+                budget = budget.saturating_sub(3 * (chars + lines[i + k].len()));
                 let next = strip_quote(&lines[i + k], &lines[first]);
                 chars += next.len();
                 if next.trim().is_empty() || starts_record(next) || chars > MAX_JOINED_CHARS {

@@ -10,6 +10,11 @@ pub struct Amount {
     pub approximate: bool,
 }
 
+/// `13.77GiB`, or `?` when the message does not give the size.
+pub fn human(a: Option<Amount>) -> String {
+    a.map_or_else(|| "?".into(), |a| crate::units::human_bytes(a.bytes))
+}
+
 impl Amount {
     pub fn exact(bytes: u64) -> Amount {
         Amount {

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::checks::Problem;
 use super::explain::{within_rounding, Device};
-use super::model::{Amount, OomFormat, OomMessage};
+use super::model::{human as h, Amount, OomFormat, OomMessage};
 use crate::units::human_bytes;
 
 /// Which allocation of the program failed, when the stats say.
@@ -85,10 +85,6 @@ pub enum Verdict {
     },
     /// The message says too little for a verdict.
     Unknown,
-}
-
-fn h(a: Option<Amount>) -> String {
-    a.map_or_else(|| "?".into(), |a| human_bytes(a.bytes))
 }
 
 impl Verdict {

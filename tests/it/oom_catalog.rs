@@ -409,3 +409,24 @@ fn advice_never_contradicts_the_message() {
         }
     }
 }
+
+/// A log of many thousand allocator lines without timestamps (each one could
+/// be the start of a wrapped message) is read in linear time.
+#[test]
+fn many_message_lines_stay_linear() {
+    let line = "Allocator (GPU_0_bfc) ran out of memory trying to allocate 16.00MiB with freed_by_count=0. \
+                The caller indicates that this is not a failure, but may mean that there could be performance \
+                gains if more memory were available.\n";
+    let text = line.repeat(5_000)
+        + "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1024 bytes.\n";
+    let start = std::time::Instant::now();
+    let all = oom::read_all(&text);
+    assert!(start.elapsed().as_secs() < 30, "{:?}", start.elapsed());
+    // The allocator lines are one warning; the error after them is its own message... or
+    // joins them as their preamble: either way the error leads.
+    assert_eq!(
+        oom::read(&text).unwrap().requested,
+        Some(Amount::exact(1024))
+    );
+    assert!(!all.is_empty());
+}
