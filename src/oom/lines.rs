@@ -164,8 +164,11 @@ fn joins(lines: &[&str]) -> [String; 3] {
     let mut by_width = String::new();
     for (i, l) in lines.iter().enumerate() {
         if i > 0 {
+            // One space where the break was, however many were around it.
+            spaced.truncate(spaced.trim_end().len());
             spaced.push(' ');
             if lines[i - 1].len() < width {
+                by_width.truncate(by_width.trim_end().len());
                 by_width.push(' ');
             }
         }

@@ -430,3 +430,22 @@ fn many_message_lines_stay_linear() {
     );
     assert!(!all.is_empty());
 }
+
+/// The wraps seen in real pastes, as the issue lists them.
+#[test]
+fn wraps_seen_in_real_pastes() {
+    let read = |t: &str| oom::read(t).unwrap_or_else(|| panic!("not recognized:\n{t}"));
+    let m = read("XlaRuntimeError: RESOURCE_EXHAUSTED: Out \n of memory while trying to allocate 14787872288 bytes.\n");
+    assert_eq!(m.requested, Some(Amount::exact(14_787_872_288)));
+    let m =
+        read("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 147\n87872288 bytes.\n");
+    assert_eq!(m.requested, Some(Amount::exact(14_787_872_288)));
+    let m = read("XLA:TPU compile permanent error. Ran out of memory in memory space\nhbm. Used 21.95G of 15.48G hbm. Exceeded hbm capacity by 6.47G.\n");
+    let t = m.tpu.unwrap();
+    assert_eq!(t.memory_space.as_deref(), Some("hbm"));
+    assert_eq!(t.exceeded_by, Amount::parse_human("6.47G"));
+    // A BFC allocator line on its own is the allocator's, not a TPU table row.
+    let m = read("Allocator (GPU_0_bfc) ran out of memory trying to allocate 9.54GiB (rounded to 10240000000)requested by op\n");
+    assert_eq!(m.format.name(), "gpu-bfc-allocator");
+    assert_eq!(m.requested, Some(Amount::exact(10_240_000_000)));
+}
