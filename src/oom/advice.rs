@@ -78,7 +78,8 @@ impl Situation {
                     .iter()
                     .any(|w| matches!(w, Warning::Rematerialization { .. }))
                     .then(|| "XLA's rematerialization warning".to_string())
-            });
+            })
+            .or_else(|| dump.and_then(|d| d.remat_evidence.clone()));
         Situation { workload, remat }
     }
 }
@@ -583,6 +584,8 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     }
     if gpu {
         advice.push(Advice::GpuPool);
+    }
+    if gpu || msg.format == OomFormat::TfTensor {
         advice.push(Advice::SmallerBatchUnmeasured);
     }
     // Sharding divides device memory (HBM, a GPU's), not a kernel's on-chip

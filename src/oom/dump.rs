@@ -20,6 +20,10 @@ pub struct DumpLinks {
     /// An op name of the module that is JAX's autodiff (`transpose(`, `jvp(`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub training_evidence: Option<String>,
+    /// An op or instruction name of the module that shows rematerialization
+    /// (`checkpoint`, `remat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remat_evidence: Option<String>,
     /// Whether the module is the program of the message, as far as can be told.
     pub checks: Vec<DumpCheck>,
 }
@@ -229,11 +233,18 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
             parameters: donated,
         });
     }
-    let training_evidence = module.instructions.iter().enumerate().find_map(|(i, _)| {
-        module
-            .op_name(InstrId(i as u32))
-            .filter(|o| o.contains("transpose(") || o.contains("jvp("))
-    });
+    let op_names =
+        || (0..module.instructions.len()).filter_map(|i| module.op_name(InstrId(i as u32)));
+    let training_evidence = op_names().find(|o| o.contains("transpose(") || o.contains("jvp("));
+    let remat_evidence = op_names()
+        .find(|o| o.contains("checkpoint") || o.contains("remat"))
+        .or_else(|| {
+            module
+                .instructions
+                .iter()
+                .find(|i| i.name.contains(".remat"))
+                .map(|i| i.name.clone())
+        });
     DumpLinks {
         module: module.name.clone(),
         file: module.path.display().to_string(),
@@ -241,6 +252,7 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
         buffers,
         donation_candidates: crate::findings::donation_candidates(module, model),
         training_evidence,
+        remat_evidence,
         checks,
     }
 }

@@ -19,6 +19,14 @@ pub enum Failure {
         device: Device,
         requested: Amount,
     },
+    /// TensorFlow could not allocate one tensor.
+    Tensor {
+        tensor: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
+    },
     /// TPU run time: the program's memory could not be reserved.
     Reserve {
         requested: Amount,
@@ -93,6 +101,20 @@ impl Failure {
                     device.words(),
                     human_bytes(requested.bytes)
                 )
+            }
+            Failure::Tensor {
+                tensor,
+                requested,
+                device,
+            } => {
+                let size = requested
+                    .map(|r| format!(" ({}, {} bytes)", human_bytes(r.bytes), r.bytes))
+                    .unwrap_or_default();
+                let on = device
+                    .as_deref()
+                    .map(|d| format!(" on {d}"))
+                    .unwrap_or_default();
+                format!("TensorFlow could not allocate a tensor {tensor}{size}{on}.")
             }
             Failure::Reserve {
                 requested,
@@ -220,7 +242,13 @@ pub fn what_failed(msg: &OomMessage, problems: &[Problem]) -> Vec<Failure> {
     if msg.not_a_failure {
         out.push(Failure::NotAFailure);
     }
-    if let Some(r) = msg.requested {
+    if let Some(tensor) = &msg.tensor {
+        out.push(Failure::Tensor {
+            tensor: tensor.clone(),
+            requested: msg.requested,
+            device: msg.device.clone(),
+        });
+    } else if let Some(r) = msg.requested {
         match msg.format {
             OomFormat::TpuRuntimeReserve => out.push(Failure::Reserve {
                 requested: r,

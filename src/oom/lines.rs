@@ -41,6 +41,7 @@ pub const ANCHORS: &[&str] = &[
     "Scoped allocation with size",
     "The largest contiguous region",
     "Due to fragmentation",
+    "OOM when allocating tensor",
 ];
 
 /// The logical lines of `text`.
@@ -207,7 +208,12 @@ fn join_wrapped(lines: Vec<String>, reach: Reach) -> Vec<String> {
                 budget = budget.saturating_sub(3 * (chars + lines[i + k].len()));
                 let next = strip_quote(&lines[i + k], &lines[first]);
                 chars += next.len();
-                if next.trim().is_empty() || starts_record(next) || chars > MAX_JOINED_CHARS {
+                // Closing quotes and brackets (`"}` after a JSON log's message)
+                // are the end of what held the message, not more of it.
+                if !next.chars().any(char::is_alphanumeric)
+                    || starts_record(next)
+                    || chars > MAX_JOINED_CHARS
+                {
                     break 'grow;
                 }
                 // A line ending in the first letters of an anchor goes on only

@@ -81,6 +81,8 @@ pub enum OomFormat {
     GpuDriver,
     /// GPU/CPU compile-time warnings: rematerialization could not reduce memory, arguments exceed the limit.
     GpuCompileWarnings,
+    /// TensorFlow: `OOM when allocating tensor with shape[...] and type T on DEVICE by allocator A`.
+    TfTensor,
     /// Host memory: `Out of host memory while trying to allocate ...`, the CPU runtime's
     /// `Out of memory allocating N bytes.`, pinned host memory.
     HostAllocation,
@@ -106,6 +108,7 @@ impl OomFormat {
             OomFormat::GpuDriver => "gpu-driver",
             OomFormat::GpuCompileWarnings => "gpu-compile-warnings",
             OomFormat::HostAllocation => "host-allocation",
+            OomFormat::TfTensor => "tf-tensor",
             OomFormat::TpuCompile => "tpu-compile",
             OomFormat::TpuCompileAbort => "tpu-compile-abort",
             OomFormat::TpuSparseCore => "tpu-sparse-core",
@@ -126,6 +129,7 @@ impl OomFormat {
             OomFormat::GpuDriver => "GPU: the CUDA or ROCm driver refused memory",
             OomFormat::GpuCompileWarnings => "GPU: compile-time memory warnings",
             OomFormat::HostAllocation => "host memory allocation failed",
+            OomFormat::TfTensor => "TensorFlow: a tensor could not be allocated",
             OomFormat::TpuCompile => "TPU: the program does not fit (compile time)",
             OomFormat::TpuCompileAbort => "TPU: compilation aborted early, the program cannot fit",
             OomFormat::TpuSparseCore => "TPU: TensorCore and SparseCore memory together do not fit",
@@ -172,6 +176,9 @@ pub struct OomMessage {
     /// The driver's error code (`CUDA_ERROR_OUT_OF_MEMORY`, `HIP_ERROR_OutOfMemory`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_error: Option<String>,
+    /// TensorFlow: the tensor that could not be allocated, as `float[500,512,4,4]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
     /// The BFC allocator said the failed attempt is not a failure (it retries or
     /// falls back); only a warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -200,6 +207,7 @@ impl OomMessage {
             tpu: None,
             warnings: Vec::new(),
             driver_error: None,
+            tensor: None,
             not_a_failure: false,
         }
     }

@@ -56,6 +56,7 @@ struct Seen {
     tpu_fields: bool,
     scoped: bool,
     driver: bool,
+    tf_tensor: bool,
     out_of_memory_allocating: bool,
 }
 
@@ -81,7 +82,8 @@ fn role(rule: Rule, reader: &Reader) -> Role {
         | Rule::attempting_reserve
         | Rule::attempting_allocate
         | Rule::abort_early
-        | Rule::tensorcore_usage => Role::Headline,
+        | Rule::tensorcore_usage
+        | Rule::tf_tensor_oom => Role::Headline,
         // The scoped-VMEM sentence follows `Ran out of memory in memory space
         // vmem`; on its own it is the error.
         Rule::scoped_allocation if reader.seen.ran_out && !reader.seen.scoped => Role::Part,
@@ -217,6 +219,8 @@ fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
         OomFormat::TpuRuntimeReserve
     } else if seen.allocate {
         OomFormat::TpuRuntimeAllocate
+    } else if seen.tf_tensor {
+        OomFormat::TfTensor
     } else if seen.ran_out || seen.tpu_tables || seen.tpu_fields || seen.scoped {
         OomFormat::TpuCompile
     } else if seen.debug_block
@@ -624,6 +628,29 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
                 exceeded_by: sizes.get(2).copied().flatten(),
             });
         }
+        Rule::tf_tensor_oom => {
+            seen.tf_tensor = true;
+            let (mut dims, mut dtype) = (None, None);
+            for p in parts {
+                match p.as_rule() {
+                    Rule::tf_dims => dims = Some(p.as_str().to_string()),
+                    Rule::tf_dtype => dtype = Some(p.as_str().to_string()),
+                    Rule::tf_device => {
+                        msg.host |= p.as_str().contains("CPU");
+                        msg.device = Some(p.as_str().to_string())
+                    }
+                    Rule::allocator_name => msg.allocator = Some(p.as_str().to_string()),
+                    _ => {}
+                }
+            }
+            let dims = dims.unwrap_or_default();
+            msg.requested = dtype
+                .as_deref()
+                .and_then(tf_dtype_bytes)
+                .and_then(|each| tensor_bytes(&dims, each))
+                .map(Amount::exact);
+            msg.tensor = Some(format!("{}[{dims}]", dtype.as_deref().unwrap_or("?")));
+        }
         Rule::fragmentation_note => {
             tpu(msg).largest_free_region = sizes_in(parts).first().copied().flatten();
         }
@@ -679,6 +706,25 @@ fn apply_buffer_field(buffer: &mut PeakBuffer, seen: &mut Seen, rule: Rule, item
         Rule::allocation_type_line => buffer.kind = text(),
         _ => {}
     }
+}
+
+/// Bytes of one element of a TensorFlow dtype as its messages name it.
+fn tf_dtype_bytes(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "bool" | "int8" | "uint8" | "qint8" | "quint8" => 1,
+        "half" | "bfloat16" | "int16" | "uint16" => 2,
+        "float" | "int32" | "uint32" | "qint32" => 4,
+        "double" | "int64" | "uint64" | "complex64" => 8,
+        "complex128" => 16,
+        _ => return None,
+    })
+}
+
+/// Elements × bytes of each, `None` past 2^64 or for a dimension that is not a number.
+fn tensor_bytes(dims: &str, each: u64) -> Option<u64> {
+    dims.split(',')
+        .filter(|d| !d.is_empty())
+        .try_fold(each, |acc, d| acc.checked_mul(d.parse().ok()?))
 }
 
 /// Sizes printed rounded that print exactly like the requested byte count are
