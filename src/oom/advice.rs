@@ -46,6 +46,7 @@ pub struct Situation {
 
 impl Situation {
     pub fn of(msg: &OomMessage, dump: Option<&DumpLinks>) -> Situation {
+        let dump = dump.filter(|d| d.matches());
         let names: Vec<&str> = msg
             .peak_buffers
             .iter()
@@ -625,7 +626,7 @@ fn rank(mut advice: Vec<Advice>) -> Vec<Advice> {
 }
 
 fn donation(msg: &OomMessage, e: &Explanation, advice: &mut Vec<Advice>) {
-    if let Some(d) = &e.dump {
+    if let Some(d) = e.dump.as_ref().filter(|d| d.matches()) {
         for c in &d.donation_candidates {
             advice.push(Advice::DonateArgument {
                 parameter: c.parameter,

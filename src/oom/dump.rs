@@ -53,6 +53,18 @@ pub enum DumpCheck {
     AlreadyDonates { parameters: Vec<u64> },
 }
 
+impl DumpLinks {
+    /// Whether the module is, as far as can be told, the program of the
+    /// message (its buffers are there; totals may differ when one of the two
+    /// donates): advice uses the dump only then.
+    pub fn matches(&self) -> bool {
+        !self
+            .checks
+            .iter()
+            .any(|c| matches!(c, DumpCheck::NoBufferInModule { .. }))
+    }
+}
+
 impl DumpCheck {
     pub fn message(&self) -> String {
         let h = crate::units::human_bytes;
