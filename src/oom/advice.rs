@@ -414,7 +414,7 @@ pub fn padding_bytes(msg: &OomMessage) -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes of one element of a shape string such as `f64[42994,42994]`.
+/// Whether a shape string such as `f64[42994,42994]` has 64-bit elements (f64, c128).
 fn is_wide(shape: &str) -> bool {
     matches!(
         crate::hlo::ElementType::parse(shape.split('[').next().unwrap_or("").trim()),

@@ -1,7 +1,10 @@
-//! Finds an out-of-memory message in pasted text and reads it (`grammar/oom.pest`).
+//! Finds the out-of-memory messages in pasted text and reads them
+//! (`grammar/oom.pest`).
 //!
-//! Each line is parsed on its own; a small state machine remembers which block
-//! (stats, peak buffers, a TPU table) the lines belong to.
+//! Each logical line (see `lines`) is parsed on its own; a small state machine
+//! remembers which block (stats, peak buffers, a TPU table) the lines belong
+//! to, and which message: a second error headline, or an allocator or
+//! compiler line after an error, starts the next one.
 
 use pest::iterators::Pair;
 use pest::Parser;
@@ -19,7 +22,8 @@ pub const LOOKED_FOR: &str =
 \"Ran out of memory in memory space\", \"Total hbm usage >=\", \"Largest program allocations\", \
 \"Attempting to reserve/allocate ... That was not possible\", \"Aborting compilation early\", \
 \"Can't reduce memory use below\", \"Out of memory allocating N bytes\", \
-\"failed to allocate ... from device\", \"Scoped allocation with size\"";
+\"failed to allocate ... from device\", \"Scoped allocation with size\", \
+\"OOM when allocating tensor\"";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Block {
