@@ -190,22 +190,24 @@ pub fn parse_messages(text: &str) -> Vec<OomMessage> {
     deduplicate(done)
 }
 
-/// The same error printed twice is one message: the fuller copy is kept, where
-/// the first stood.
+/// The same error printed twice is one message, and so is an error printed
+/// once short (`Ran out of memory in memory space hbm.`) and once with its
+/// numbers: the fuller copy is kept, where the first stood.
 fn deduplicate(messages: Vec<(Option<String>, OomMessage)>) -> Vec<OomMessage> {
-    let richness = |m: &OomMessage| {
-        m.peak_buffers.len()
-            + usize::from(!m.stats.is_empty()) * 100
-            + m.tpu.as_ref().map_or(0, |t| {
-                t.usage_rows.len() + t.requirement_rows.len() + t.capacity_rows.len()
-            })
-    };
+    // What a copy says, measured by how much of it there is to write down.
+    let richness = |m: &OomMessage| serde_json::to_string(m).map_or(0, |j| j.len());
+    let same = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
     let mut out: Vec<(Option<String>, OomMessage)> = Vec::new();
     for (key, msg) in messages {
-        match out.iter_mut().find(|(k, _)| key.is_some() && *k == key) {
-            Some((_, kept)) => {
+        let found = key.as_deref().and_then(|key| {
+            out.iter_mut()
+                .find(|(k, _)| k.as_deref().is_some_and(|k| same(k, key)))
+        });
+        match found {
+            Some((kept_key, kept)) => {
                 if richness(&msg) > richness(kept) {
                     *kept = msg;
+                    *kept_key = key;
                 }
             }
             None => out.push((key, msg)),

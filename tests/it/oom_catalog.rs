@@ -449,3 +449,18 @@ fn wraps_seen_in_real_pastes() {
     assert_eq!(m.format.name(), "gpu-bfc-allocator");
     assert_eq!(m.requested, Some(Amount::exact(10_240_000_000)));
 }
+
+/// An error printed once short and once with its numbers is one message, read
+/// with the numbers (the short one must not lead with nothing to say).
+#[test]
+fn a_short_copy_of_an_error_joins_the_full_one() {
+    let text = "E0101 00:00:00.0 1 tpu.cc:1] Ran out of memory in memory space hbm.\n\
+                Traceback (most recent call last):\n\
+                jax.errors.JaxRuntimeError: RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 21.95G of 15.48G hbm.\n";
+    let all = oom::read_all(text);
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(
+        all[0].tpu.as_ref().unwrap().used,
+        Amount::parse_human("21.95G")
+    );
+}
