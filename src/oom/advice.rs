@@ -172,6 +172,10 @@ pub enum Advice {
     },
     /// JAX's GPU pool: its fraction, and what preallocation does and does not change.
     GpuPool,
+    /// XLA's command buffers (CUDA/HIP graphs) need driver memory outside the pool.
+    DisableCommandBuffers,
+    /// Leave the driver more memory outside JAX's pool.
+    SmallerGpuPool,
     /// The driver refused: another process holds the GPU.
     OtherProcesses,
     DumpTheProgram,
@@ -261,6 +265,12 @@ impl Advice {
                 .into(),
             Advice::GpuPool => "Give JAX's GPU pool more of the GPU: XLA_PYTHON_CLIENT_MEM_FRACTION=.95 (the \
                  default is .75); free what other processes hold"
+                .into(),
+            Advice::DisableCommandBuffers => "Turn XLA's command buffers off: \
+                 XLA_FLAGS=--xla_gpu_enable_command_buffer= (an empty list)"
+                .into(),
+            Advice::SmallerGpuPool => "Leave the driver more memory: XLA_PYTHON_CLIENT_MEM_FRACTION below the \
+                 default .75 (for example .6)"
                 .into(),
             Advice::OtherProcesses => "Find what else holds the GPU (nvidia-smi or rocm-smi): another process, or \
                  a second JAX/TensorFlow process that preallocated its own pool"
@@ -370,6 +380,12 @@ impl Advice {
                  XLA_PYTHON_CLIENT_PREALLOCATE=false does not give more memory: it only takes it on demand (and \
                  can fragment); arrays from earlier steps stay until released"
                 .into(),
+            Advice::DisableCommandBuffers => "a CUDA or HIP graph takes driver memory of its own; without \
+                 command buffers XLA launches the same kernels one at a time, usually a little slower"
+                .into(),
+            Advice::SmallerGpuPool => "JAX's pool takes 75% of the GPU when the process starts; graphs, \
+                 cuDNN and cuBLAS workspaces come from what is left"
+                .into(),
             Advice::OtherProcesses => "the driver had less free memory than XLA asked for while growing its pool; \
                  JAX preallocates 75% of each visible GPU per process"
                 .into(),
@@ -387,7 +403,7 @@ impl Advice {
         match self {
             Advice::DonateArgument { .. } | Advice::DonateMatchingInput { .. } => &[JAX_DONATION],
             Advice::Rematerialize { .. } | Advice::RematAlreadyOn { .. } => &[JAX_CHECKPOINT],
-            Advice::GpuPool | Advice::OtherProcesses => &[JAX_GPU_MEMORY],
+            Advice::GpuPool | Advice::OtherProcesses | Advice::SmallerGpuPool => &[JAX_GPU_MEMORY],
             Advice::KernelBlockSizes { .. } => &[XLA_ERROR_SCOPED_VMEM],
             Advice::RaiseVmemLimit { .. } => &[PALLAS_COMPILER_PARAMS, XLA_ERROR_SCOPED_VMEM],
             Advice::SmallerBatch { .. } => &[XLA_ERROR_HBM],
@@ -579,6 +595,10 @@ pub fn advise(msg: &OomMessage, e: &Explanation) -> Vec<Advice> {
     ) && !msg.host;
     if msg.format == OomFormat::GpuDriver && !msg.host {
         advice.push(Advice::OtherProcesses);
+    }
+    if msg.format == OomFormat::GpuCommandBuffer {
+        advice.push(Advice::DisableCommandBuffers);
+        advice.push(Advice::SmallerGpuPool);
     }
     if msg.peak_buffers.is_empty() && msg.stats.is_empty() && tpu.is_none() && !msg.host && gpu {
         advice.push(Advice::DumpTheProgram);

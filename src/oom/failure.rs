@@ -79,6 +79,11 @@ pub enum Failure {
     WarningsOnly,
     /// The BFC allocator says this attempt is not a failure.
     NotAFailure,
+    /// A CUDA/HIP graph (XLA command buffer) could not be instantiated.
+    CommandBuffer {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// The driver refused the memory.
     Driver {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -229,6 +234,18 @@ impl Failure {
                     .map(|e| format!(" ({e})"))
                     .unwrap_or_default()
             ),
+            Failure::CommandBuffer { error } => format!(
+                "XLA could not instantiate a {} graph for one of its command buffers: the driver had no memory \
+                 for it{}.",
+                match error.as_deref() {
+                    Some(e) if e.starts_with("HIP") => "HIP",
+                    _ => "CUDA",
+                },
+                error
+                    .as_deref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default()
+            ),
             Failure::Truncated => "The message is cut off (or starts in its middle): this explains what it shows; \
                                    paste the whole message for the rest."
                 .into(),
@@ -281,6 +298,11 @@ pub fn what_failed(msg: &OomMessage, problems: &[Problem]) -> Vec<Failure> {
         } else if close(s.maybe_live_out) {
             out.push(Failure::IsOutputs);
         }
+    }
+    if msg.format == OomFormat::GpuCommandBuffer {
+        out.push(Failure::CommandBuffer {
+            error: msg.driver_error.clone(),
+        });
     }
     if msg.format == OomFormat::GpuDriver {
         out.push(Failure::Driver {

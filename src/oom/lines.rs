@@ -42,6 +42,7 @@ pub const ANCHORS: &[&str] = &[
     "The largest contiguous region",
     "Due to fragmentation",
     "OOM when allocating tensor",
+    "Failed to instantiate ",
 ];
 
 /// The logical lines of `text`.

@@ -79,6 +79,8 @@ pub enum OomFormat {
     GpuBfcAllocator,
     /// GPU: the CUDA or ROCm driver refused memory (`failed to allocate ... from device: CUDA_ERROR_OUT_OF_MEMORY`).
     GpuDriver,
+    /// GPU: a CUDA/HIP graph (an XLA command buffer) could not be instantiated for lack of memory.
+    GpuCommandBuffer,
     /// GPU/CPU compile-time warnings: rematerialization could not reduce memory, arguments exceed the limit.
     GpuCompileWarnings,
     /// TensorFlow: `OOM when allocating tensor with shape[...] and type T on DEVICE by allocator A`.
@@ -106,6 +108,7 @@ impl OomFormat {
             OomFormat::GpuFailedRequest => "gpu-failed-request",
             OomFormat::GpuBfcAllocator => "gpu-bfc-allocator",
             OomFormat::GpuDriver => "gpu-driver",
+            OomFormat::GpuCommandBuffer => "gpu-command-buffer",
             OomFormat::GpuCompileWarnings => "gpu-compile-warnings",
             OomFormat::HostAllocation => "host-allocation",
             OomFormat::TfTensor => "tf-tensor",
@@ -127,6 +130,9 @@ impl OomFormat {
             OomFormat::GpuFailedRequest => "GPU: a device allocation request failed",
             OomFormat::GpuBfcAllocator => "GPU: the BFC allocator ran out of memory",
             OomFormat::GpuDriver => "GPU: the CUDA or ROCm driver refused memory",
+            OomFormat::GpuCommandBuffer => {
+                "GPU: a CUDA or HIP graph (XLA command buffer) could not be instantiated"
+            }
             OomFormat::GpuCompileWarnings => "GPU: compile-time memory warnings",
             OomFormat::HostAllocation => "host memory allocation failed",
             OomFormat::TfTensor => "TensorFlow: a tensor could not be allocated",

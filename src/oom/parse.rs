@@ -61,6 +61,7 @@ struct Seen {
     scoped: bool,
     driver: bool,
     tf_tensor: bool,
+    graph: bool,
     out_of_memory_allocating: bool,
 }
 
@@ -87,7 +88,8 @@ fn role(rule: Rule, reader: &Reader) -> Role {
         | Rule::attempting_allocate
         | Rule::abort_early
         | Rule::tensorcore_usage
-        | Rule::tf_tensor_oom => Role::Headline,
+        | Rule::tf_tensor_oom
+        | Rule::graph_instantiate => Role::Headline,
         // The scoped-VMEM sentence follows `Ran out of memory in memory space
         // vmem`; on its own it is the error.
         Rule::scoped_allocation if reader.seen.ran_out && !reader.seen.scoped => Role::Part,
@@ -227,6 +229,8 @@ fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
         OomFormat::TpuRuntimeAllocate
     } else if seen.tf_tensor {
         OomFormat::TfTensor
+    } else if seen.graph {
+        OomFormat::GpuCommandBuffer
     } else if seen.ran_out || seen.tpu_tables || seen.tpu_fields || seen.scoped {
         OomFormat::TpuCompile
     } else if seen.debug_block
@@ -633,6 +637,12 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
                 limit: sizes.get(1).copied().flatten(),
                 exceeded_by: sizes.get(2).copied().flatten(),
             });
+        }
+        Rule::graph_instantiate => {
+            seen.graph = true;
+            msg.driver_error = parts
+                .find(|p| p.as_rule() == Rule::driver_error)
+                .map(|p| p.as_str().to_string());
         }
         Rule::tf_tensor_oom => {
             seen.tf_tensor = true;

@@ -71,6 +71,11 @@ pub enum Verdict {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         requested: Option<Amount>,
     },
+    /// A CUDA/HIP graph (XLA command buffer) found no driver memory.
+    CommandBuffer {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// The BFC allocator could not get memory at once and says it is not a failure.
     AllocatorRetried {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -109,6 +114,9 @@ impl Verdict {
         match msg.format {
             OomFormat::GpuDriver => Verdict::DriverRefused {
                 requested: msg.requested,
+            },
+            OomFormat::GpuCommandBuffer => Verdict::CommandBuffer {
+                error: msg.driver_error.clone(),
             },
             OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate => match msg.requested {
                 Some(requested) => Verdict::NoRoomAtRunTime {
@@ -311,6 +319,9 @@ impl Verdict {
                 "the driver refused {}: the GPU's memory is held elsewhere (another process, or this one's pool)",
                 h(*requested)
             ),
+            Verdict::CommandBuffer { .. } => "the GPU driver had no memory left to instantiate an XLA command \
+                 buffer (a CUDA or HIP graph); graphs take memory outside JAX's pool"
+                .into(),
             Verdict::AllocatorRetried { requested } => format!(
                 "a warning, not the error: the allocator could not get {} at once and went on",
                 h(*requested)
