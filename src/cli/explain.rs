@@ -37,7 +37,8 @@ pub fn run(
     };
     // Pasted logs are not always clean UTF-8; the message itself is ASCII.
     let text = String::from_utf8_lossy(&bytes);
-    let Some(message) = oom::read(&text) else {
+    let mut messages = oom::read_all(&text);
+    let Some(lead) = oom::lead_index(&messages) else {
         let _ = writeln!(
             stderr,
             "error: no out-of-memory message found in {name}\n  looked for: {}\n  (hlomem explains XLA's messages; paste the whole error, tracebacks and log lines are fine)",
@@ -45,6 +46,7 @@ pub fn run(
         );
         return EXIT_INPUT_ERROR;
     };
+    let message = messages.remove(lead);
     let links = match dump {
         Some(dir) => match hlomem::pipeline::link_dump(&message, &dir) {
             Ok(links) => Some(links),
@@ -56,7 +58,13 @@ pub fn run(
         None => None,
     };
     let explanation = oom::explain::explain(&message, links);
-    let report = ExplainReport::build(&message, explanation);
+    // The others are explained from their own numbers; the dump is linked to
+    // the leading one only.
+    let others = messages
+        .iter()
+        .map(|m| ExplainReport::build(m, oom::explain::explain(m, None)))
+        .collect();
+    let report = ExplainReport::build(&message, explanation).with_others(others);
     let mut stdout = std::io::stdout().lock();
     if let Err(e) =
         render::render_explain(&report, format, options, &mut stdout).and_then(|_| stdout.flush())

@@ -17,6 +17,99 @@ pub struct DumpLinks {
     pub memory: crate::analysis::Totals,
     pub buffers: Vec<LinkedBuffer>,
     pub donation_candidates: Vec<crate::findings::DonationCandidate>,
+    /// An op name of the module that is JAX's autodiff (`transpose(`, `jvp(`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub training_evidence: Option<String>,
+    /// An op or instruction name of the module that shows rematerialization
+    /// (`checkpoint`, `remat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remat_evidence: Option<String>,
+    /// Whether the module is the program of the message, as far as can be told.
+    pub checks: Vec<DumpCheck>,
+}
+
+/// What comparing the message with the dump's module found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DumpCheck {
+    /// A buffer of the message whose shape no instruction of the module has.
+    BufferNotInModule { number: u64, shape: String },
+    /// None of the message's buffers is in the module: another program.
+    NoBufferInModule { count: usize },
+    /// A buffer found by its shape, but the message gives another size.
+    SizeDiffers {
+        number: u64,
+        message_bytes: u64,
+        module_bytes: u64,
+    },
+    /// A stat of the message that the module's accounting does not reproduce.
+    StatDiffers {
+        stat: String,
+        message_bytes: u64,
+        module_bytes: u64,
+    },
+    /// The module already donates these parameters (`input_output_alias`):
+    /// donating them again saves nothing.
+    AlreadyDonates { parameters: Vec<u64> },
+}
+
+impl DumpLinks {
+    /// Whether the module is, as far as can be told, the program of the
+    /// message (its buffers are there; totals may differ when one of the two
+    /// donates): advice uses the dump only then.
+    pub fn matches(&self) -> bool {
+        !self
+            .checks
+            .iter()
+            .any(|c| matches!(c, DumpCheck::NoBufferInModule { .. }))
+    }
+}
+
+impl DumpCheck {
+    pub fn message(&self) -> String {
+        let h = crate::units::human_bytes;
+        match self {
+            DumpCheck::BufferNotInModule { number, shape } => format!(
+                "buffer {number} ({shape}) is not in this module: the dump may be of another program, or another version of it"
+            ),
+            DumpCheck::NoBufferInModule { count } => format!(
+                "none of the message's {count} buffers is in this module: the dump is of another program (or of \
+                 other shapes); what follows about it does not describe the failure"
+            ),
+            DumpCheck::SizeDiffers {
+                number,
+                message_bytes,
+                module_bytes,
+            } => format!(
+                "buffer {number} is {} in the message but {} in the module",
+                h(*message_bytes),
+                h(*module_bytes)
+            ),
+            DumpCheck::StatDiffers {
+                stat,
+                message_bytes,
+                module_bytes,
+            } => format!(
+                "the message's {stat} is {} but this module's is {}: the dump may be of another program, or of \
+                 other shapes",
+                h(*message_bytes),
+                h(*module_bytes)
+            ),
+            DumpCheck::AlreadyDonates { parameters } => {
+                let list: Vec<String> = parameters.iter().map(u64::to_string).collect();
+                let (s, them) = if parameters.len() == 1 {
+                    ("", "it")
+                } else {
+                    ("s", "them")
+                };
+                format!(
+                    "this module already donates parameter{s} {}: donating {them} again saves nothing, the saving \
+                     is already in its numbers",
+                    list.join(", ")
+                )
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -80,17 +173,99 @@ pub fn distance(msg: &OomMessage, module: &Module, model: &MemoryModel) -> f64 {
 pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLinks {
     let shapes = plain_shapes(module);
     let mut used = Vec::new();
-    let buffers = msg
-        .peak_buffers
+    let mut checks = Vec::new();
+    let mut buffers = Vec::new();
+    for b in &msg.peak_buffers {
+        match link_buffer(module, &shapes, b, &mut used) {
+            Some((linked, id)) => {
+                // TPU sizes are tiled and padded; only GPU sizes are the shape's.
+                let module_bytes = module.instr(id).shape.byte_size();
+                if let Some(size) = b.size.filter(|_| !msg.format.is_tpu()) {
+                    let theirs = Amount::exact(module_bytes);
+                    if !crate::oom::explain::within_rounding(size, theirs) {
+                        checks.push(DumpCheck::SizeDiffers {
+                            number: b.number,
+                            message_bytes: size.bytes,
+                            module_bytes,
+                        });
+                    }
+                }
+                buffers.push(linked);
+            }
+            None => {
+                if let Some(shape) = &b.shape {
+                    checks.push(DumpCheck::BufferNotInModule {
+                        number: b.number,
+                        shape: shape.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let missing = checks
         .iter()
-        .filter_map(|b| link_buffer(module, &shapes, b, &mut used))
+        .filter(|c| matches!(c, DumpCheck::BufferNotInModule { .. }))
+        .count();
+    if missing >= 2 && buffers.is_empty() {
+        checks.retain(|c| !matches!(c, DumpCheck::BufferNotInModule { .. }));
+        checks.push(DumpCheck::NoBufferInModule { count: missing });
+    }
+    for (stat, theirs, ours) in [
+        (
+            "total allocation",
+            msg.stats.total,
+            model.totals.device_bytes,
+        ),
+        (
+            "parameter allocation",
+            msg.stats.parameter,
+            model.totals.argument_bytes,
+        ),
+    ] {
+        if let Some(theirs) = theirs {
+            if !crate::oom::explain::within_rounding(theirs, Amount::exact(ours)) {
+                checks.push(DumpCheck::StatDiffers {
+                    stat: stat.to_string(),
+                    message_bytes: theirs.bytes,
+                    module_bytes: ours,
+                });
+            }
+        }
+    }
+    let mut donated: Vec<u64> = module
+        .header
+        .input_output_alias
+        .iter()
+        .map(|a| a.parameter)
         .collect();
+    donated.sort_unstable();
+    donated.dedup();
+    if !donated.is_empty() {
+        checks.push(DumpCheck::AlreadyDonates {
+            parameters: donated,
+        });
+    }
+    let op_names =
+        || (0..module.instructions.len()).filter_map(|i| module.op_name(InstrId(i as u32)));
+    let training_evidence = op_names().find(|o| o.contains("transpose(") || o.contains("jvp("));
+    let remat_evidence = op_names()
+        .find(|o| o.contains("checkpoint") || o.contains("remat"))
+        .or_else(|| {
+            module
+                .instructions
+                .iter()
+                .find(|i| i.name.contains(".remat"))
+                .map(|i| i.name.clone())
+        });
     DumpLinks {
         module: module.name.clone(),
         file: module.path.display().to_string(),
         memory: model.totals.clone(),
         buffers,
         donation_candidates: crate::findings::donation_candidates(module, model),
+        training_evidence,
+        remat_evidence,
+        checks,
     }
 }
 
@@ -127,7 +302,7 @@ fn link_buffer(
     shapes: &[String],
     b: &PeakBuffer,
     used: &mut Vec<InstrId>,
-) -> Option<LinkedBuffer> {
+) -> Option<(LinkedBuffer, InstrId)> {
     let shape = b.shape.as_deref()?;
     let entry = module.entry();
     let found = if b.kind.as_deref() == Some("parameter") {
@@ -164,12 +339,13 @@ fn link_buffer(
     }?;
     used.push(found);
     let location = module.source_location(found);
-    Some(LinkedBuffer {
+    let linked = LinkedBuffer {
         number: b.number,
         instruction: module.instr(found).name.clone(),
         parameter: module.instr(found).parameter_number,
         op_name: module.op_name(found),
         source: location.as_ref().map(|l| l.to_string()),
         function: location.and_then(|l| l.function),
-    })
+    };
+    Some((linked, found))
 }

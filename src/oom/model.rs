@@ -10,6 +10,11 @@ pub struct Amount {
     pub approximate: bool,
 }
 
+/// `13.77GiB`, or `?` when the message does not give the size.
+pub fn human(a: Option<Amount>) -> String {
+    a.map_or_else(|| "?".into(), |a| crate::units::human_bytes(a.bytes))
+}
+
 impl Amount {
     pub fn exact(bytes: u64) -> Amount {
         Amount {
@@ -27,21 +32,30 @@ impl Amount {
         };
         let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
         let (number, unit) = text.split_at(split);
-        let value: f64 = number.parse().ok()?;
-        let scale: f64 = match unit {
-            "B" => 1.0,
-            "K" | "KiB" => 1024.0,
-            "M" | "MiB" => 1024f64.powi(2),
-            "G" | "GiB" => 1024f64.powi(3),
-            "T" | "TiB" => 1024f64.powi(4),
-            "P" | "PiB" => 1024f64.powi(5),
-            "E" | "EiB" => 1024f64.powi(6),
+        let shift: u32 = match unit {
+            "B" => 0,
+            "K" | "KiB" => 10,
+            "M" | "MiB" => 20,
+            "G" | "GiB" => 30,
+            "T" | "TiB" => 40,
+            "P" | "PiB" => 50,
+            "E" | "EiB" => 60,
             _ => return None,
         };
-        let bytes = (value * scale).round();
-        // 2^64 bytes and more do not fit a byte count: not a size we can
-        // state (a float cast would saturate it to 16 EiB and lie).
-        if negative || !bytes.is_finite() || bytes >= u64::MAX as f64 {
+        // Decimal arithmetic, not floating point: `3.47E` is 4000637620985759007
+        // bytes to the byte, which an f64 cannot hold.
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if whole.is_empty() || fraction.len() > 18 || !fraction.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        let digits: u128 = format!("{whole}{fraction}").parse().ok()?;
+        let denominator = 10u128.pow(fraction.len() as u32);
+        let scaled = digits.checked_mul(1u128 << shift)?;
+        // Nearest byte, halves rounded up.
+        let bytes = (scaled + denominator / 2) / denominator;
+        // 2^64 bytes and more do not fit a byte count: not a size we can state.
+        if negative || bytes >= u64::MAX as u128 {
             return None;
         }
         Some(Amount {
@@ -63,9 +77,16 @@ pub enum OomFormat {
     GpuFailedRequest,
     /// GPU: only the BFC allocator's log lines.
     GpuBfcAllocator,
+    /// GPU: the CUDA or ROCm driver refused memory (`failed to allocate ... from device: CUDA_ERROR_OUT_OF_MEMORY`).
+    GpuDriver,
+    /// GPU: a CUDA/HIP graph (an XLA command buffer) could not be instantiated for lack of memory.
+    GpuCommandBuffer,
     /// GPU/CPU compile-time warnings: rematerialization could not reduce memory, arguments exceed the limit.
     GpuCompileWarnings,
-    /// Host memory: `Out of host memory while trying to allocate ...`.
+    /// TensorFlow: `OOM when allocating tensor with shape[...] and type T on DEVICE by allocator A`.
+    TfTensor,
+    /// Host memory: `Out of host memory while trying to allocate ...`, the CPU runtime's
+    /// `Out of memory allocating N bytes.`, pinned host memory.
     HostAllocation,
     /// TPU compile time: `Ran out of memory in memory space hbm|vmem|smem` with usage tables.
     TpuCompile,
@@ -86,13 +107,42 @@ impl OomFormat {
             OomFormat::GpuBufferAssignment => "gpu-buffer-assignment",
             OomFormat::GpuFailedRequest => "gpu-failed-request",
             OomFormat::GpuBfcAllocator => "gpu-bfc-allocator",
+            OomFormat::GpuDriver => "gpu-driver",
+            OomFormat::GpuCommandBuffer => "gpu-command-buffer",
             OomFormat::GpuCompileWarnings => "gpu-compile-warnings",
             OomFormat::HostAllocation => "host-allocation",
+            OomFormat::TfTensor => "tf-tensor",
             OomFormat::TpuCompile => "tpu-compile",
             OomFormat::TpuCompileAbort => "tpu-compile-abort",
             OomFormat::TpuSparseCore => "tpu-sparse-core",
             OomFormat::TpuRuntimeReserve => "tpu-runtime-reserve",
             OomFormat::TpuRuntimeAllocate => "tpu-runtime-allocate",
+        }
+    }
+
+    /// The format in words.
+    pub fn description(self) -> &'static str {
+        match self {
+            OomFormat::GpuAllocation => "GPU: an allocation failed at run time (the one-line form)",
+            OomFormat::GpuBufferAssignment => {
+                "GPU: an allocation failed, with XLA's buffer-assignment statistics"
+            }
+            OomFormat::GpuFailedRequest => "GPU: a device allocation request failed",
+            OomFormat::GpuBfcAllocator => "GPU: the BFC allocator ran out of memory",
+            OomFormat::GpuDriver => "GPU: the CUDA or ROCm driver refused memory",
+            OomFormat::GpuCommandBuffer => {
+                "GPU: a CUDA or HIP graph (XLA command buffer) could not be instantiated"
+            }
+            OomFormat::GpuCompileWarnings => "GPU: compile-time memory warnings",
+            OomFormat::HostAllocation => "host memory allocation failed",
+            OomFormat::TfTensor => "TensorFlow: a tensor could not be allocated",
+            OomFormat::TpuCompile => "TPU: the program does not fit (compile time)",
+            OomFormat::TpuCompileAbort => "TPU: compilation aborted early, the program cannot fit",
+            OomFormat::TpuSparseCore => "TPU: TensorCore and SparseCore memory together do not fit",
+            OomFormat::TpuRuntimeReserve => {
+                "TPU: the program's memory could not be reserved at run time"
+            }
+            OomFormat::TpuRuntimeAllocate => "TPU: a buffer could not be allocated at run time",
         }
     }
 
@@ -129,6 +179,44 @@ pub struct OomMessage {
     pub tpu: Option<TpuUsage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<Warning>,
+    /// The driver's error code (`CUDA_ERROR_OUT_OF_MEMORY`, `HIP_ERROR_OutOfMemory`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_error: Option<String>,
+    /// TensorFlow: the tensor that could not be allocated, as `float[500,512,4,4]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor: Option<String>,
+    /// The BFC allocator said the failed attempt is not a failure (it retries or
+    /// falls back); only a warning.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_a_failure: bool,
+}
+
+impl OomMessage {
+    /// An error rather than only warnings or allocator log lines.
+    pub fn is_error(&self) -> bool {
+        !matches!(
+            self.format,
+            OomFormat::GpuCompileWarnings | OomFormat::GpuBfcAllocator | OomFormat::GpuDriver
+        )
+    }
+
+    pub fn new(format: OomFormat) -> OomMessage {
+        OomMessage {
+            format,
+            truncated: false,
+            requested: None,
+            host: false,
+            allocator: None,
+            device: None,
+            stats: Stats::default(),
+            peak_buffers: Vec::new(),
+            tpu: None,
+            warnings: Vec::new(),
+            driver_error: None,
+            tensor: None,
+            not_a_failure: false,
+        }
+    }
 }
 
 /// The `BufferAssignment stats:` block (GPU).
@@ -205,15 +293,80 @@ pub struct TpuUsage {
     pub capacity_rows: Vec<(String, i128)>,
     /// TensorCore / SparseCore HBM usage.
     pub sparse_core: Option<Amount>,
+    /// Run time, reserve: `0B reserved, and 1.92G reservable`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved: Option<Amount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservable: Option<Amount>,
+    /// Run time: `the largest contiguous region of free memory is X due to fragmentation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest_free_region: Option<Amount>,
+    /// Compile time: `Scoped allocation with size X and limit Y exceeded scoped vmem limit by Z`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoped: Option<ScopedAllocation>,
+    /// `while allocating on stack for %name = shape ...`: the instruction whose scoped memory did not fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_instruction: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack_shape: Option<String>,
+    /// That instruction is a custom kernel (`custom_call_target="tpu_custom_call"`: Pallas or Mosaic).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub custom_kernel: bool,
+}
+
+/// One instruction's scoped (on-chip) memory against its limit.
+#[derive(Debug, Clone, Copy, Serialize, schemars::JsonSchema)]
+pub struct ScopedAllocation {
+    pub size: Option<Amount>,
+    pub limit: Option<Amount>,
+    pub exceeded_by: Option<Amount>,
 }
 
 /// A compiler warning that explains memory pressure.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-pub struct Warning {
-    pub kind: String,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Warning {
+    /// `Can't reduce memory use below LIMIT by rematerialization; only reduced to REACHED, down from ORIGINAL`.
+    Rematerialization {
+        limit_bytes: Option<u64>,
+        reached_bytes: Option<u64>,
+        original_bytes: Option<u64>,
+    },
+    /// `The byte size of input/output arguments (N) exceeds the base limit (M).`
+    ArgumentsExceedLimit {
+        argument_bytes: Option<u64>,
+        limit_bytes: Option<u64>,
+    },
+}
+
+impl Warning {
+    pub fn message(&self) -> String {
+        let h = |b: &Option<u64>| b.map_or("?".to_string(), crate::units::human_bytes);
+        match self {
+            Warning::Rematerialization {
+                limit_bytes,
+                reached_bytes,
+                original_bytes,
+            } => {
+                let from = original_bytes
+                    .map(|o| format!(", down from {}", crate::units::human_bytes(o)))
+                    .unwrap_or_default();
+                format!(
+                    "rematerialization could not bring memory below its target {}; it stays at {}{from}",
+                    h(limit_bytes),
+                    h(reached_bytes)
+                )
+            }
+            Warning::ArgumentsExceedLimit {
+                argument_bytes,
+                limit_bytes,
+            } => format!(
+                "the program's inputs and outputs alone ({}) exceed the device memory limit ({})",
+                h(argument_bytes),
+                h(limit_bytes)
+            ),
+        }
+    }
 }
 
 #[cfg(test)]

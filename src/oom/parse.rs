@@ -1,7 +1,10 @@
-//! Finds an out-of-memory message in pasted text and reads it (`grammar/oom.pest`).
+//! Finds the out-of-memory messages in pasted text and reads them
+//! (`grammar/oom.pest`).
 //!
-//! Each line is parsed on its own; a small state machine remembers which block
-//! (stats, peak buffers, a TPU table) the lines belong to.
+//! Each logical line (see `lines`) is parsed on its own; a small state machine
+//! remembers which block (stats, peak buffers, a TPU table) the lines belong
+//! to, and which message: a second error headline, or an allocator or
+//! compiler line after an error, starts the next one.
 
 use pest::iterators::Pair;
 use pest::Parser;
@@ -18,7 +21,9 @@ pub const LOOKED_FOR: &str =
 \"Peak buffers:\", \"Failed to allocate request for\", \"Allocator (...) ran out of memory\", \
 \"Ran out of memory in memory space\", \"Total hbm usage >=\", \"Largest program allocations\", \
 \"Attempting to reserve/allocate ... That was not possible\", \"Aborting compilation early\", \
-\"Can't reduce memory use below\"";
+\"Can't reduce memory use below\", \"Out of memory allocating N bytes\", \
+\"failed to allocate ... from device\", \"Scoped allocation with size\", \
+\"OOM when allocating tensor\"";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Block {
@@ -53,47 +58,164 @@ struct Seen {
     ends_in_bar: bool,
     /// TPU-only entry fields (`XLA label:`, `Unpadded size:`, `Allocation type:`).
     tpu_fields: bool,
+    scoped: bool,
+    driver: bool,
+    tf_tensor: bool,
+    graph: bool,
+    out_of_memory_allocating: bool,
 }
 
-/// Reads the message in `text`; `None` if there is none.
-pub fn parse_message(text: &str) -> Option<OomMessage> {
-    let mut msg = OomMessage {
-        format: OomFormat::GpuAllocation,
-        truncated: false,
-        requested: None,
-        host: false,
-        allocator: None,
-        device: None,
-        stats: Stats::default(),
-        peak_buffers: Vec::new(),
-        tpu: None,
-        warnings: Vec::new(),
+/// What a recognized message part does to the message being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The error itself (`Out of memory while trying to allocate`, `Ran out of
+    /// memory in memory space`): a second one starts another message.
+    Headline,
+    /// Lines printed before an error (BFC allocator, driver, compiler
+    /// warnings): after a headline they belong to the next message.
+    Preamble,
+    /// Everything else belongs to the message being read.
+    Part,
+}
+
+fn role(rule: Rule, reader: &Reader) -> Role {
+    match rule {
+        Rule::out_of_memory
+        | Rule::out_of_memory_allocating
+        | Rule::failed_request
+        | Rule::ran_out
+        | Rule::attempting_reserve
+        | Rule::attempting_allocate
+        | Rule::abort_early
+        | Rule::tensorcore_usage
+        | Rule::tf_tensor_oom
+        | Rule::graph_instantiate => Role::Headline,
+        // The scoped-VMEM sentence follows `Ran out of memory in memory space
+        // vmem`; on its own it is the error.
+        Rule::scoped_allocation if reader.seen.ran_out && !reader.seen.scoped => Role::Part,
+        Rule::scoped_allocation => Role::Headline,
+        Rule::bfc_out_of_memory
+        | Rule::driver_failure
+        | Rule::pinned_host_failure
+        | Rule::remat_warning
+        | Rule::arguments_exceed => Role::Preamble,
+        _ => Role::Part,
+    }
+}
+
+/// One message being read: what it says so far and which block the next
+/// lines belong to.
+struct Reader {
+    msg: OomMessage,
+    seen: Seen,
+    block: Block,
+    /// The headline's text, without spaces: the same error printed twice (a
+    /// log line, then the traceback) is one message.
+    key: Option<String>,
+}
+
+impl Reader {
+    fn new() -> Reader {
+        Reader {
+            msg: OomMessage::new(OomFormat::GpuAllocation),
+            seen: Seen::default(),
+            block: Block::None,
+            key: None,
+        }
+    }
+
+    fn finish(mut self) -> Option<(Option<String>, OomMessage)> {
+        self.msg.format = detect_format(&self.msg, &self.seen)?;
+        exactify(&mut self.msg);
+        self.msg.truncated = is_truncated(&self.msg, &self.seen);
+        Some((self.key, self.msg))
+    }
+}
+
+/// Where the messages of `line` start and end (for joining wrapped lines).
+fn reach(line: &str) -> Vec<(usize, usize)> {
+    let Some(item) = OomParser::parse(Rule::oom_line, line)
+        .ok()
+        .and_then(|mut p| p.next())
+        .and_then(|l| l.into_inner().next())
+    else {
+        return Vec::new();
     };
-    let mut seen = Seen::default();
-    let mut block = Block::None;
-    for raw in text.lines() {
-        let line = raw.trim_end();
+    if item.as_rule() != Rule::anywhere {
+        return Vec::new();
+    }
+    item.into_inner()
+        .map(|m| (m.as_span().start(), m.as_span().end()))
+        .collect()
+}
+
+/// Reads every message in `text`, in the order they appear.
+pub fn parse_messages(text: &str) -> Vec<OomMessage> {
+    let mut done: Vec<(Option<String>, OomMessage)> = Vec::new();
+    let mut reader = Reader::new();
+    for line in super::lines::logical_lines(text, &reach) {
         if line.trim().is_empty() {
             continue;
         }
         // A BFC allocator's memory map bar (`***___`) means a log cut before the error.
-        let body = line.rsplit("] ").next().unwrap_or(line).trim();
-        seen.ends_in_bar = body.len() > 10 && body.chars().all(|c| c == '*' || c == '_');
-        let Ok(mut pairs) = OomParser::parse(Rule::oom_line, line) else {
+        let body = line.rsplit("] ").next().unwrap_or(&line).trim();
+        reader.seen.ends_in_bar = body.len() > 10 && body.chars().all(|c| c == '*' || c == '_');
+        let Ok(mut pairs) = OomParser::parse(Rule::oom_line, &line) else {
             continue;
         };
-        let Some(line_pair) = pairs.next() else {
+        let Some(item) = pairs.next().and_then(|l| l.into_inner().next()) else {
             continue;
         };
-        let Some(item) = line_pair.into_inner().next() else {
-            continue;
+        let parts: Vec<Pair<Rule>> = if item.as_rule() == Rule::anywhere {
+            item.into_inner().collect()
+        } else {
+            vec![item]
         };
-        apply(&mut msg, &mut seen, &mut block, item);
+        for part in parts {
+            let role = role(part.as_rule(), &reader);
+            if role != Role::Part && reader.key.is_some() {
+                done.extend(std::mem::replace(&mut reader, Reader::new()).finish());
+            }
+            if role == Role::Headline {
+                reader.key = Some(part.as_str().split_whitespace().collect());
+            }
+            if part.as_rule() == Rule::ran_out && line.contains("tpu_custom_call") {
+                tpu(&mut reader.msg).custom_kernel = true;
+            }
+            let Reader {
+                msg, seen, block, ..
+            } = &mut reader;
+            apply(msg, seen, block, part);
+        }
     }
-    msg.format = detect_format(&msg, &seen)?;
-    exactify(&mut msg);
-    msg.truncated = is_truncated(&msg, &seen);
-    Some(msg)
+    done.extend(reader.finish());
+    deduplicate(done)
+}
+
+/// The same error printed twice is one message, and so is an error printed
+/// once short (`Ran out of memory in memory space hbm.`) and once with its
+/// numbers: the fuller copy is kept, where the first stood.
+fn deduplicate(messages: Vec<(Option<String>, OomMessage)>) -> Vec<OomMessage> {
+    // What a copy says, measured by how much of it there is to write down.
+    let richness = |m: &OomMessage| serde_json::to_string(m).map_or(0, |j| j.len());
+    let same = |a: &str, b: &str| a.starts_with(b) || b.starts_with(a);
+    let mut out: Vec<(Option<String>, OomMessage)> = Vec::new();
+    for (key, msg) in messages {
+        let found = key.as_deref().and_then(|key| {
+            out.iter_mut()
+                .find(|(k, _)| k.as_deref().is_some_and(|k| same(k, key)))
+        });
+        match found {
+            Some((kept_key, kept)) => {
+                if richness(&msg) > richness(kept) {
+                    *kept = msg;
+                    *kept_key = key;
+                }
+            }
+            None => out.push((key, msg)),
+        }
+    }
+    out.into_iter().map(|(_, m)| m).collect()
 }
 
 fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
@@ -105,7 +227,11 @@ fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
         OomFormat::TpuRuntimeReserve
     } else if seen.allocate {
         OomFormat::TpuRuntimeAllocate
-    } else if seen.ran_out || seen.tpu_tables || seen.tpu_fields {
+    } else if seen.tf_tensor {
+        OomFormat::TfTensor
+    } else if seen.graph {
+        OomFormat::GpuCommandBuffer
+    } else if seen.ran_out || seen.tpu_tables || seen.tpu_fields || seen.scoped {
         OomFormat::TpuCompile
     } else if seen.debug_block
         || seen.stats_header
@@ -113,7 +239,7 @@ fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
         || !msg.peak_buffers.is_empty()
     {
         OomFormat::GpuBufferAssignment
-    } else if seen.out_of_memory && msg.host {
+    } else if seen.out_of_memory && msg.host || seen.out_of_memory_allocating {
         OomFormat::HostAllocation
     } else if seen.failed_request {
         OomFormat::GpuFailedRequest
@@ -121,6 +247,8 @@ fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
         OomFormat::GpuAllocation
     } else if seen.warnings {
         OomFormat::GpuCompileWarnings
+    } else if seen.driver {
+        OomFormat::GpuDriver
     } else if seen.bfc {
         OomFormat::GpuBfcAllocator
     } else {
@@ -152,10 +280,6 @@ fn sizes_in<'a>(parts: impl Iterator<Item = Pair<'a, Rule>>) -> Vec<Option<Amoun
         .filter(|p| p.as_rule() == Rule::size)
         .map(|p| size_of(&p))
         .collect()
-}
-
-fn bytes_or_unknown(bytes: Option<&u64>) -> String {
-    bytes.map_or("?".to_string(), |b| crate::units::human_bytes(*b))
 }
 
 fn size_of(pair: &Pair<Rule>) -> Option<Amount> {
@@ -220,10 +344,15 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
             seen.bfc = true;
             for p in parts {
                 match p.as_rule() {
-                    Rule::allocator_name_paren => msg.allocator = Some(p.as_str().to_string()),
-                    Rule::int if msg.requested.is_none() => {
-                        msg.requested = int_of(&p).map(Amount::exact)
+                    Rule::allocator_name_paren => {
+                        // `xla_gpu_host_bfc`, `cuda_host_bfc`: pinned host memory.
+                        msg.host |= p.as_str().contains("host");
+                        msg.allocator = Some(p.as_str().to_string())
                     }
+                    Rule::size if msg.requested.is_none() => msg.requested = size_of(&p),
+                    // `(rounded to N)`: the exact bytes the allocator looked for.
+                    Rule::int => msg.requested = int_of(&p).map(Amount::exact),
+                    Rule::not_a_failure => msg.not_a_failure = true,
                     _ => {}
                 }
             }
@@ -317,6 +446,10 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
                             .find(|q| q.as_rule() == Rule::size)
                             .and_then(|q| size_of(&q))
                     }
+                    Rule::stack_instruction => {
+                        t.stack_instruction = Some(p.as_str().trim_end_matches('.').to_string())
+                    }
+                    Rule::stack_shape => t.stack_shape = Some(p.as_str().to_string()),
                     _ => {}
                 }
             }
@@ -390,11 +523,18 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
                 match p.as_rule() {
                     Rule::size => sizes.push(size_of(&p)),
                     Rule::device => msg.device = Some(p.as_str().to_string()),
+                    Rule::fragmentation_note => {
+                        tpu(msg).largest_free_region =
+                            sizes_in(p.into_inner()).first().copied().flatten()
+                    }
                     _ => {}
                 }
             }
             msg.requested = sizes.first().copied().flatten();
-            tpu(msg).free = sizes.get(1).copied().flatten();
+            let t = tpu(msg);
+            t.free = sizes.get(1).copied().flatten();
+            t.reserved = sizes.get(2).copied().flatten();
+            t.reservable = sizes.get(3).copied().flatten();
         }
         Rule::capacity_header => {
             let t = tpu(msg);
@@ -442,27 +582,93 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
         Rule::remat_warning => {
             seen.warnings = true;
             let ints = ints_in(parts);
-            msg.warnings.push(Warning {
-                kind: "rematerialization".into(),
-                message: format!(
-                    "rematerialization could not bring memory below the limit; it stays at {}",
-                    bytes_or_unknown(ints.get(1))
-                ),
-                bytes: ints.get(1).copied(),
+            msg.warnings.push(Warning::Rematerialization {
+                limit_bytes: ints.first().copied(),
+                reached_bytes: ints.get(1).copied(),
+                original_bytes: ints.get(2).copied(),
             });
         }
         Rule::arguments_exceed => {
             seen.warnings = true;
             let ints = ints_in(parts);
-            msg.warnings.push(Warning {
-                kind: "arguments-exceed-limit".into(),
-                message: format!(
-                    "the program's inputs and outputs alone ({}) exceed the device memory limit ({})",
-                    bytes_or_unknown(ints.first()),
-                    bytes_or_unknown(ints.get(1))
-                ),
-                bytes: ints.first().copied(),
+            msg.warnings.push(Warning::ArgumentsExceedLimit {
+                argument_bytes: ints.first().copied(),
+                limit_bytes: ints.get(1).copied(),
             });
+        }
+        Rule::out_of_memory_allocating => {
+            seen.out_of_memory_allocating = true;
+            msg.host = true;
+            msg.requested = ints_in(parts).first().copied().map(Amount::exact);
+        }
+        Rule::driver_failure => {
+            seen.driver = true;
+            for p in parts {
+                match p.as_rule() {
+                    // The exact count follows the rounded size; it wins.
+                    Rule::size if msg.requested.is_none() => msg.requested = size_of(&p),
+                    Rule::int => msg.requested = int_of(&p).map(Amount::exact),
+                    Rule::host_side => msg.host = true,
+                    Rule::driver_error => msg.driver_error = Some(p.as_str().to_string()),
+                    _ => {}
+                }
+            }
+        }
+        Rule::pinned_host_failure => {
+            seen.driver = true;
+            msg.host = true;
+            msg.requested = ints_in(parts).first().copied().map(Amount::exact);
+        }
+        Rule::scoped_allocation => {
+            seen.scoped = true;
+            let mut sizes = Vec::new();
+            let t = tpu(msg);
+            for p in parts {
+                match p.as_rule() {
+                    Rule::size => sizes.push(size_of(&p)),
+                    Rule::memory_space => {
+                        t.memory_space.get_or_insert_with(|| p.as_str().to_string());
+                    }
+                    _ => {}
+                }
+            }
+            t.scoped = Some(ScopedAllocation {
+                size: sizes.first().copied().flatten(),
+                limit: sizes.get(1).copied().flatten(),
+                exceeded_by: sizes.get(2).copied().flatten(),
+            });
+        }
+        Rule::graph_instantiate => {
+            seen.graph = true;
+            msg.driver_error = parts
+                .find(|p| p.as_rule() == Rule::driver_error)
+                .map(|p| p.as_str().to_string());
+        }
+        Rule::tf_tensor_oom => {
+            seen.tf_tensor = true;
+            let (mut dims, mut dtype) = (None, None);
+            for p in parts {
+                match p.as_rule() {
+                    Rule::tf_dims => dims = Some(p.as_str().to_string()),
+                    Rule::tf_dtype => dtype = Some(p.as_str().to_string()),
+                    Rule::tf_device => {
+                        msg.host |= p.as_str().contains("CPU");
+                        msg.device = Some(p.as_str().to_string())
+                    }
+                    Rule::allocator_name => msg.allocator = Some(p.as_str().to_string()),
+                    _ => {}
+                }
+            }
+            let dims = dims.unwrap_or_default();
+            msg.requested = dtype
+                .as_deref()
+                .and_then(tf_dtype_bytes)
+                .and_then(|each| tensor_bytes(&dims, each))
+                .map(Amount::exact);
+            msg.tensor = Some(format!("{}[{dims}]", dtype.as_deref().unwrap_or("?")));
+        }
+        Rule::fragmentation_note => {
+            tpu(msg).largest_free_region = sizes_in(parts).first().copied().flatten();
         }
         _ => return false,
     }
@@ -516,6 +722,25 @@ fn apply_buffer_field(buffer: &mut PeakBuffer, seen: &mut Seen, rule: Rule, item
         Rule::allocation_type_line => buffer.kind = text(),
         _ => {}
     }
+}
+
+/// Bytes of one element of a TensorFlow dtype as its messages name it.
+fn tf_dtype_bytes(dtype: &str) -> Option<u64> {
+    Some(match dtype {
+        "bool" | "int8" | "uint8" | "qint8" | "quint8" => 1,
+        "half" | "bfloat16" | "int16" | "uint16" => 2,
+        "float" | "int32" | "uint32" | "qint32" => 4,
+        "double" | "int64" | "uint64" | "complex64" => 8,
+        "complex128" => 16,
+        _ => return None,
+    })
+}
+
+/// Elements × bytes of each, `None` past 2^64 or for a dimension that is not a number.
+fn tensor_bytes(dims: &str, each: u64) -> Option<u64> {
+    dims.split(',')
+        .filter(|d| !d.is_empty())
+        .try_fold(each, |acc, d| acc.checked_mul(d.parse().ok()?))
 }
 
 /// Sizes printed rounded that print exactly like the requested byte count are

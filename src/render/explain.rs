@@ -66,28 +66,60 @@ pub fn render_markdown(report: &ExplainReport, out: &mut dyn Write) -> io::Resul
 }
 
 fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
+    render_one(r, s, out)?;
+    for (i, other) in r.others.iter().enumerate() {
+        writeln!(out)?;
+        let heading = format!(
+            "Another out-of-memory message in the same text ({} of {})",
+            i + 2,
+            r.others.len() + 1
+        );
+        if s.markdown {
+            writeln!(out, "---")?;
+            writeln!(out)?;
+        }
+        writeln!(out, "{}", s.heading(&heading))?;
+        writeln!(out)?;
+        render_one(other, s, out)?;
+    }
+    Ok(())
+}
+
+fn render_one(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
     let e = &r.explanation;
     let truncated = if r.truncated { ", cut off" } else { "" };
+    let description = e.format.description();
     if s.markdown {
         writeln!(
             out,
-            "## Out of memory: {} (`{}`{truncated})",
-            e.format_description, r.format
+            "## Out of memory: {description} (`{}`{truncated})",
+            r.format
         )?;
+        writeln!(out)?;
+        writeln!(out, "**Verdict:** {}", r.verdict)?;
     } else {
         writeln!(
             out,
             "{} ({}{truncated})",
-            s.heading(&format!("Out of memory: {}", e.format_description)),
+            s.heading(&format!("Out of memory: {description}")),
             r.format
         )?;
+        writeln!(out, "Verdict: {}", r.verdict)?;
+    }
+
+    if !e.problems.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "{}", s.heading("What cannot be right"))?;
+        for p in &e.problems {
+            writeln!(out, "{}{}", s.item(), p.message())?;
+        }
     }
 
     if !e.what_failed.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", s.heading("What failed"))?;
-        for line in &e.what_failed {
-            writeln!(out, "{}{line}", s.item())?;
+        for f in &e.what_failed {
+            writeln!(out, "{}{}", s.item(), f.sentence())?;
         }
     }
 
@@ -98,20 +130,26 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "| stat | size | meaning |")?;
             writeln!(out, "|---|---|---|")?;
         }
-        let width = e.stats.iter().map(|st| st.name.len()).max().unwrap_or(0);
+        let width = e
+            .stats
+            .iter()
+            .map(|st| st.stat.name().len())
+            .max()
+            .unwrap_or(0);
         for st in &e.stats {
             let size = human_bytes(st.bytes);
+            let (name, meaning) = (st.stat.name(), st.stat.meaning());
             if s.markdown {
-                writeln!(out, "| {} | {size} | {} |", st.name, st.meaning)?;
+                writeln!(out, "| {name} | {size} | {meaning} |")?;
             } else {
-                writeln!(out, "  {:<width$}  {size:>9}  {}", st.name, st.meaning)?;
+                writeln!(out, "  {name:<width$}  {size:>9}  {meaning}")?;
             }
         }
         if let Some(a) = &e.arithmetic {
             if s.markdown {
                 writeln!(out)?;
             }
-            writeln!(out, "{}{a}", s.item())?;
+            writeln!(out, "{}{}", s.item(), a.sentence())?;
         }
     }
 
@@ -137,9 +175,9 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
                 "{}{} buffer{plural} of {} ({each}):",
                 s.item(),
                 g.count,
-                s.code(&g.shape)
+                s.code(g.shape_text())
             )?;
-            for part in &g.parts {
+            for part in g.parts() {
                 let bullet = if s.markdown { "  - " } else { "    " };
                 writeln!(out, "{bullet}{part}")?;
             }
@@ -149,16 +187,16 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
     if !e.tpu.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", s.heading("On the TPU"))?;
-        for line in &e.tpu {
-            writeln!(out, "{}{line}", s.item())?;
+        for note in &e.tpu {
+            writeln!(out, "{}{}", s.item(), note.sentence())?;
         }
     }
 
     if !e.warnings.is_empty() {
         writeln!(out)?;
         writeln!(out, "{}", s.heading("Compiler warnings"))?;
-        for line in &e.warnings {
-            writeln!(out, "{}{line}", s.item())?;
+        for w in &e.warnings {
+            writeln!(out, "{}{}", s.item(), w.message())?;
         }
     }
 
@@ -179,6 +217,9 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
             human_bytes(d.memory.alias_bytes),
             human_bytes(d.memory.temp_bytes)
         )?;
+        for c in &d.checks {
+            writeln!(out, "{}{}", s.item(), c.message())?;
+        }
         for b in &d.buffers {
             let what = match (b.parameter, &b.op_name) {
                 (Some(p), Some(arg)) => format!("parameter {p} ({})", s.code(arg)),
@@ -197,22 +238,20 @@ fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
 
     writeln!(out)?;
     writeln!(out, "{}", s.heading("What to try, largest saving first"))?;
-    if e.advice.is_empty() {
+    if r.advice.is_empty() {
         writeln!(out, "{}nothing specific: the message says too little; run with XLA_FLAGS=--xla_dump_to=DIR and use --dump DIR", s.item())?;
     }
-    for (i, a) in e.advice.iter().enumerate() {
-        let saves = a
-            .saves_bytes
-            .map(|b| format!(" (saves {})", human_bytes(b)))
-            .unwrap_or_default();
-        writeln!(
-            out,
-            "{}{}. {}{saves}",
-            if s.markdown { "" } else { "  " },
-            i + 1,
-            a.action
-        )?;
-        writeln!(out, "{}   {}", if s.markdown { "" } else { "  " }, a.why)?;
+    let indent = if s.markdown { "" } else { "  " };
+    for (i, a) in r.advice.iter().enumerate() {
+        let saves = match a.saves_bytes {
+            Some(b) => format!(" (saves {})", human_bytes(b)),
+            None => " (saving not measurable from the message)".to_string(),
+        };
+        writeln!(out, "{indent}{}. {}{saves}", i + 1, a.action)?;
+        writeln!(out, "{indent}   {}", a.why)?;
+        for link in &a.links {
+            writeln!(out, "{indent}   see {link}")?;
+        }
     }
     Ok(())
 }

@@ -10,6 +10,8 @@ use crate::oom::model::{Amount, OomMessage};
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ExplainReport {
+    /// The explanation in one line (`explanation.verdict` in words).
+    pub verdict: String,
     /// The recognized format (`gpu-buffer-assignment`, `tpu-compile`, ...).
     pub format: &'static str,
     pub truncated: bool,
@@ -25,6 +27,23 @@ pub struct ExplainReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tpu: Option<TpuJson>,
     pub explanation: Explanation,
+    /// `explanation.advice` in words, in the same order.
+    pub advice: Vec<AdviceWords>,
+    /// Other out-of-memory messages in the same text, each explained, in the
+    /// order they appear (this one, the first error, leads).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<ExplainReport>,
+}
+
+/// One piece of advice as people read it.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct AdviceWords {
+    pub action: String,
+    pub why: String,
+    /// `None`: the saving cannot be measured from the message.
+    pub saves_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<&'static str>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -52,6 +71,16 @@ pub struct TpuJson {
     pub total_usage_bytes: Option<u64>,
     pub program_requirement_bytes: Option<u64>,
     pub free_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserved_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reservable_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub largest_free_region_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoped_size_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scoped_limit_bytes: Option<u64>,
     /// Every size here is printed rounded by the TPU compiler.
     pub approximate: bool,
 }
@@ -61,6 +90,12 @@ fn bytes(a: Option<Amount>) -> Option<u64> {
 }
 
 impl ExplainReport {
+    /// The report of the leading message, with the others of the same text.
+    pub fn with_others(mut self, others: Vec<ExplainReport>) -> ExplainReport {
+        self.others = others;
+        self
+    }
+
     pub fn build(msg: &OomMessage, explanation: Explanation) -> ExplainReport {
         let s = &msg.stats;
         let mut stats = BTreeMap::new();
@@ -115,9 +150,26 @@ impl ExplainReport {
                 total_usage_bytes: bytes(t.total_usage),
                 program_requirement_bytes: bytes(t.program_requirement),
                 free_bytes: bytes(t.free),
+                reserved_bytes: bytes(t.reserved),
+                reservable_bytes: bytes(t.reservable),
+                largest_free_region_bytes: bytes(t.largest_free_region),
+                scoped_size_bytes: t.scoped.and_then(|s| bytes(s.size)),
+                scoped_limit_bytes: t.scoped.and_then(|s| bytes(s.limit)),
                 approximate: true,
             }),
+            verdict: explanation.verdict.sentence(),
+            advice: explanation
+                .advice
+                .iter()
+                .map(|a| AdviceWords {
+                    action: a.action(),
+                    why: a.why(),
+                    saves_bytes: a.saves_bytes(),
+                    links: a.links().to_vec(),
+                })
+                .collect(),
             explanation,
+            others: Vec::new(),
         }
     }
 }

@@ -122,7 +122,7 @@ fn explain_never_sums_past_64_bits() {
     assert!(explanation
         .buffer_groups
         .iter()
-        .any(|g| g.shape == "u8[1]" && g.each_bytes.is_none()));
+        .any(|g| g.shape.as_deref() == Some("u8[1]") && g.each_bytes.is_none()));
 }
 
 /// A FIFO named like a module is named and skipped (reading it would wait

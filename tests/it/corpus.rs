@@ -276,6 +276,48 @@ fn corpus_every_oom_message_is_recognized() {
     println!("{} OOM messages recognized", expected.len());
 }
 
+/// The verdict and advice for every real message users pasted: a snapshot to
+/// review whenever advice changes, so each stays right for its situation.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_oom_advice_fits_each_message() {
+    let root = corpus_root();
+    let mut names: Vec<PathBuf> = std::fs::read_dir(root.join("oom"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    names.sort();
+    let mut out = String::new();
+    for path in names {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let source = text
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches("# source: ");
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let msg = hlomem::oom::read(&text).unwrap();
+        let e = hlomem::oom::explain::explain(&msg, None);
+        out += &format!(
+            "{name} ({source}) {}\n  verdict: {}\n",
+            msg.format.name(),
+            e.verdict.sentence()
+        );
+        for p in &e.problems {
+            out += &format!("  problem: {}\n", p.message());
+        }
+        for a in &e.advice {
+            let saves = a
+                .saves_bytes()
+                .map_or("not measurable".to_string(), hlomem::units::human_bytes);
+            out += &format!("  - {} [{saves}]\n", a.action());
+        }
+    }
+    crate::support::snapshot_settings().bind(|| insta::assert_snapshot!("corpus_oom_advice", out));
+}
+
 fn findings_of(root: &Path, case: &str) -> (hlomem::report::ModuleReport, u64) {
     let modules = modules_of_interest(root);
     let (_, file, expected) = modules

@@ -177,3 +177,80 @@ fn reads_standard_input() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["requested_bytes"], 1024);
 }
+
+/// Two different errors in one log: each is explained, the first leads, and
+/// neither borrows the other's numbers.
+#[test]
+fn two_messages_in_one_log_are_each_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.txt");
+    std::fs::write(
+        &path,
+        "step 1\nXlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1024 bytes.\n\
+         step 2\nRESOURCE_EXHAUSTED: Ran out of memory in memory space hbm. Used 21.95G of 15.48G hbm. Exceeded hbm capacity by 6.47G.\n",
+    )
+    .unwrap();
+    let path = path.to_str().unwrap();
+    let (code, json, err) = explain(&[path, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["format"], "gpu-allocation");
+    assert_eq!(json["requested_bytes"], 1024);
+    assert!(
+        json.get("tpu").is_none(),
+        "the TPU numbers stay with their message"
+    );
+    let others = json["others"].as_array().unwrap();
+    assert_eq!(others.len(), 1);
+    assert_eq!(others[0]["format"], "tpu-compile");
+    assert!(others[0]["requested_bytes"].is_null());
+    let (_, text, _) = explain(&[path]);
+    assert!(
+        text.contains("Another out-of-memory message in the same text (2 of 2)"),
+        "{text}"
+    );
+}
+
+/// `--dump` says when the dump is of another program, and when its program
+/// already donates what the advice would donate.
+#[test]
+fn dump_of_another_program_or_already_donating_is_said() {
+    let (code, text, err) = explain(&[
+        "samples/oom/motivating.txt",
+        "--dump",
+        "samples/add_nodonate/dump",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        text.contains("none of the message's 3 buffers is in this module"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the message's total allocation is 41.32GiB but this module's is 22.89MiB"),
+        "{text}"
+    );
+    let (code, json, err) = explain(&[
+        "samples/oom/gpu_add_small.txt",
+        "--dump",
+        "samples/add_donate0/dump",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let checks = json["explanation"]["dump"]["checks"].as_array().unwrap();
+    assert!(
+        checks
+            .iter()
+            .any(|c| c["kind"] == "already-donates" && c["parameters"][0] == 0),
+        "{checks:?}"
+    );
+    // The advice does not ask to donate what is donated.
+    let advice = json["explanation"]["advice"].as_array().unwrap();
+    assert!(
+        !advice
+            .iter()
+            .any(|a| a["kind"].as_str().unwrap().starts_with("donate")),
+        "{advice:?}"
+    );
+}

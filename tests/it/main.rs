@@ -9,6 +9,7 @@ mod explain;
 mod gate;
 mod hostile;
 mod html;
+mod oom_catalog;
 mod parse;
 mod python;
 mod samples;

@@ -1,0 +1,343 @@
+//! The one-line verdict that opens an explanation: how much is needed, how
+//! much was there, and what kind of shortage that is.
+
+use serde::Serialize;
+
+use super::checks::Problem;
+use super::explain::{within_rounding, Device};
+use super::model::{human as h, Amount, OomFormat, OomMessage};
+use crate::units::human_bytes;
+
+/// Which allocation of the program failed, when the stats say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Allocating {
+    TempBlock,
+    Output,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Verdict {
+    /// A size no device holds: the shapes are wrong, memory is not short.
+    ShapeMistake { bytes: u64 },
+    /// GPU or host: one allocation of `requested` did not fit in what was
+    /// left of the pool; the program needs `needs` in all (when the stats say).
+    PoolTooSmall {
+        device: Device,
+        requested: Amount,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        needs: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        allocating: Option<Allocating>,
+    },
+    /// TPU compile time: the program needs more than the memory space holds.
+    ProgramTooBig {
+        space: String,
+        needs: Amount,
+        /// `None` when the message does not give the capacity.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        available: Option<Amount>,
+        /// The message's own "exceeded by" when it agrees with the rest.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        over: Option<Amount>,
+    },
+    /// One instruction's scoped memory (VMEM, SMEM) is over its limit.
+    ScopedOverLimit {
+        space: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        size: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<Amount>,
+    },
+    CompileAbort {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requires: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        available: Option<Amount>,
+    },
+    /// TPU run time: the program fits the device, but not beside what else
+    /// is live; `usable` is what could really be had (reservable, or the
+    /// largest contiguous region).
+    NoRoomAtRunTime {
+        requested: Amount,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        free: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usable: Option<Amount>,
+    },
+    /// The CUDA/ROCm driver refused memory: the GPU is held by someone else.
+    DriverRefused {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<Amount>,
+    },
+    /// A CUDA/HIP graph (XLA command buffer) found no driver memory.
+    CommandBuffer {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// The BFC allocator could not get memory at once and says it is not a failure.
+    AllocatorRetried {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<Amount>,
+    },
+    /// Only compiler warnings: rematerialization or the argument limit.
+    CompilerWarnings {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reached_bytes: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit_bytes: Option<u64>,
+    },
+    /// The message says too little for a verdict.
+    Unknown,
+}
+
+impl Verdict {
+    pub fn of(msg: &OomMessage, problems: &[Problem]) -> Verdict {
+        if let Some(bytes) = problems.iter().find_map(|p| match p {
+            Problem::ImpossibleSize { bytes, .. } | Problem::Wraparound { bytes, .. } => {
+                Some(*bytes)
+            }
+            _ => None,
+        }) {
+            return Verdict::ShapeMistake { bytes };
+        }
+        let t = msg.tpu.clone().unwrap_or_default();
+        let over = t
+            .exceeded_by
+            .filter(|_| super::checks::usable(problems, super::checks::Quantity::ExceededBy));
+        if msg.not_a_failure {
+            return Verdict::AllocatorRetried {
+                requested: msg.requested,
+            };
+        }
+        match msg.format {
+            OomFormat::GpuDriver => Verdict::DriverRefused {
+                requested: msg.requested,
+            },
+            OomFormat::GpuCommandBuffer => Verdict::CommandBuffer {
+                error: msg.driver_error.clone(),
+            },
+            OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate => match msg.requested {
+                Some(requested) => Verdict::NoRoomAtRunTime {
+                    requested,
+                    free: t.free,
+                    usable: t.reservable.or(t.largest_free_region),
+                },
+                None => Verdict::Unknown,
+            },
+            OomFormat::TpuCompileAbort => Verdict::CompileAbort {
+                requires: t.requires,
+                available: t.available,
+            },
+            OomFormat::GpuCompileWarnings => {
+                let (reached_bytes, limit_bytes) = msg
+                    .warnings
+                    .iter()
+                    .find_map(|w| match w {
+                        super::model::Warning::Rematerialization {
+                            limit_bytes,
+                            reached_bytes,
+                            ..
+                        } => Some((*reached_bytes, *limit_bytes)),
+                        _ => None,
+                    })
+                    .unwrap_or((None, None));
+                Verdict::CompilerWarnings {
+                    reached_bytes,
+                    limit_bytes,
+                }
+            }
+            _ if msg.format.is_tpu() => {
+                let space = t.memory_space.clone().unwrap_or_else(|| "hbm".into());
+                if let Some(s) = t.scoped {
+                    Verdict::ScopedOverLimit {
+                        space,
+                        size: s.size,
+                        limit: s.limit,
+                    }
+                } else if let (Some(needs), Some(available)) = (t.used, t.capacity) {
+                    Verdict::ProgramTooBig {
+                        space,
+                        needs: match t.sparse_core {
+                            Some(sc) => Amount {
+                                bytes: needs.bytes.saturating_add(sc.bytes),
+                                approximate: true,
+                            },
+                            None => needs,
+                        },
+                        available: Some(available),
+                        over,
+                    }
+                } else if let Some(total) = t.total_usage {
+                    Verdict::ProgramTooBig {
+                        space,
+                        needs: total,
+                        available: t.capacity,
+                        over,
+                    }
+                } else if matches!(space.as_str(), "vmem" | "smem") {
+                    Verdict::ScopedOverLimit {
+                        space,
+                        size: None,
+                        limit: None,
+                    }
+                } else {
+                    Verdict::Unknown
+                }
+            }
+            _ => match msg.requested {
+                Some(requested) => {
+                    let close = |a: Option<Amount>| {
+                        a.is_some_and(|a| a.bytes > 0 && within_rounding(a, requested))
+                    };
+                    let allocating = if close(msg.stats.preallocated_temp) {
+                        Some(Allocating::TempBlock)
+                    } else if close(msg.stats.maybe_live_out) {
+                        Some(Allocating::Output)
+                    } else {
+                        None
+                    };
+                    Verdict::PoolTooSmall {
+                        device: Device::of(msg),
+                        requested,
+                        needs: msg.stats.total,
+                        allocating,
+                    }
+                }
+                None if !msg.warnings.is_empty() => Verdict::CompilerWarnings {
+                    reached_bytes: None,
+                    limit_bytes: None,
+                },
+                None => Verdict::Unknown,
+            },
+        }
+    }
+
+    pub fn sentence(&self) -> String {
+        match self {
+            Verdict::ShapeMistake { bytes } => format!(
+                "a size of {}: a shape mistake, not a memory shortage; check the shapes first",
+                human_bytes(*bytes)
+            ),
+            Verdict::PoolTooSmall {
+                device,
+                requested,
+                needs,
+                allocating,
+            } => {
+                let pool = match device {
+                    Device::Host => "host memory",
+                    _ => "the GPU pool",
+                };
+                let when = match allocating {
+                    Some(Allocating::TempBlock) => "when the temp block was allocated",
+                    Some(Allocating::Output) => "when the output was allocated",
+                    None => "for that allocation",
+                };
+                match needs {
+                    Some(n) => format!(
+                        "needs {}; {pool} had less than {} free {when}",
+                        human_bytes(n.bytes),
+                        human_bytes(requested.bytes)
+                    ),
+                    None => format!(
+                        "{pool} had less than {} free {when}",
+                        human_bytes(requested.bytes)
+                    ),
+                }
+            }
+            Verdict::ProgramTooBig {
+                space,
+                needs,
+                available,
+                over,
+            } => {
+                let Some(available) = available else {
+                    return format!(
+                        "the program needs at least {} of {space}; the message does not say how much there is",
+                        human_bytes(needs.bytes)
+                    );
+                };
+                let over = over.map_or(needs.bytes.saturating_sub(available.bytes), |o| o.bytes);
+                let ratio = needs.bytes as f64 / available.bytes.max(1) as f64;
+                // A ratio says how far off the program is; near 1 it says nothing.
+                let ratio = if ratio >= 1.1 {
+                    format!(" ({ratio:.1}x)")
+                } else {
+                    String::new()
+                };
+                // On-chip memory holds one kernel's working set, not the program.
+                let who = if matches!(space.as_str(), "vmem" | "smem") {
+                    "one kernel"
+                } else {
+                    "the program"
+                };
+                format!(
+                    "{who} needs {} of {space}, {} are available: {} over{ratio}",
+                    human_bytes(needs.bytes),
+                    human_bytes(available.bytes),
+                    human_bytes(over)
+                )
+            }
+            Verdict::ScopedOverLimit { space, size, limit } => match (size, limit) {
+                (Some(_), Some(_)) => format!(
+                    "one kernel needs {} of scoped {space}; its limit is {}",
+                    h(*size),
+                    h(*limit)
+                ),
+                _ => format!("one kernel's working set does not fit in {space}"),
+            },
+            Verdict::CompileAbort {
+                requires,
+                available,
+            } => format!(
+                "the compiler expects the program to need {}, with {} available, and stopped",
+                h(*requires),
+                h(*available)
+            ),
+            Verdict::NoRoomAtRunTime {
+                requested,
+                free,
+                usable,
+            } => {
+                let usable = match (usable, free) {
+                    (Some(u), Some(f)) if u.bytes < f.bytes => format!(
+                        " ({} free, but only {} of it usable in one piece)",
+                        human_bytes(f.bytes),
+                        human_bytes(u.bytes)
+                    ),
+                    (_, Some(f)) => format!(" ({} free)", human_bytes(f.bytes)),
+                    _ => String::new(),
+                };
+                format!(
+                    "{} could not be had at run time{usable}: other arrays on the device hold the room",
+                    human_bytes(requested.bytes)
+                )
+            }
+            Verdict::DriverRefused { requested } => format!(
+                "the driver refused {}: the GPU's memory is held elsewhere (another process, or this one's pool)",
+                h(*requested)
+            ),
+            Verdict::CommandBuffer { .. } => "the GPU driver had no memory left to instantiate an XLA command \
+                 buffer (a CUDA or HIP graph); graphs take memory outside JAX's pool"
+                .into(),
+            Verdict::AllocatorRetried { requested } => format!(
+                "a warning, not the error: the allocator could not get {} at once and went on",
+                h(*requested)
+            ),
+            Verdict::CompilerWarnings {
+                reached_bytes,
+                limit_bytes,
+            } => match (reached_bytes, limit_bytes) {
+                (Some(r), Some(l)) => format!(
+                    "the compiler could only bring the program down to {}, over its memory limit of {}",
+                    human_bytes(*r),
+                    human_bytes(*l)
+                ),
+                _ => "the compiler warned that the program will not fit".into(),
+            },
+            Verdict::Unknown => "out of memory; the message says too little for more".into(),
+        }
+    }
+}
