@@ -25,7 +25,8 @@ pub enum Difference {
         /// Constants and anything else allocated but not live then.
         other_not_in_use: u64,
     },
-    /// A chart's x axis is execution steps, not the module's instruction count.
+    /// Execution steps (the chart's x axis, "step N of M") count the
+    /// instructions that run, not those inside fusions.
     ScheduleIsNotInstructionCount { steps: u32, instructions: usize },
 }
 
@@ -62,8 +63,8 @@ impl Difference {
                 )
             }
             Difference::ScheduleIsNotInstructionCount { steps, instructions } => format!(
-                "the chart's {steps} steps are the instructions in execution order, those inside fusions not counted \
-                 (the module has {instructions} in all)"
+                "steps are the {steps} instructions that run, in execution order; the module's {instructions} \
+                 also count those inside fusions"
             ),
         }
     }

@@ -57,6 +57,11 @@ pub(super) fn write_peak(
         m.peak.time,
         m.timeline.length,
     )?;
+    for d in &m.differences {
+        if let crate::report::differences::Difference::ScheduleIsNotInstructionCount { .. } = d {
+            writeln!(out, "    ({})", d.message())?;
+        }
+    }
     let shown = if options.verbose {
         usize::MAX
     } else {
