@@ -225,27 +225,32 @@ class CheckResult(_Rendered):
 
 
 class Advice(JsonObject):
-    """One thing to try, with what it would save when hlomem can tell."""
+    """One thing to try, in words, with what it would save when hlomem can
+    tell (``saves_bytes`` is ``None`` when it cannot be measured)."""
 
-    _schema = ("explain", "Advice")
+    _schema = ("explain", "AdviceWords")
     __slots__ = ()
 
     action: str
     why: str
     saves_bytes: int | None
+    links: list[str]
 
 
 class Diagnosis(JsonObject):
-    """The out-of-memory message in plain words."""
+    """The message as data: what failed, the checks of its numbers, the
+    situation and the ranked advice, each a typed object (``kind`` names it;
+    ``hlomem schema explain`` describes them all)."""
 
     _schema = ("explain", "Explanation")
     __slots__ = ()
 
-    #: What failed, in one or two sentences.
-    what_failed: list[str]
-    #: Ranked advice.
-    advice: list[Advice]
-    warnings: list[str]
+    #: What failed, one object per fact (``kind``: ``allocation``, ``is-buffer``...).
+    what_failed: list[JsonObject]
+    #: Ranked advice as data; ``Explanation.advice`` has the same in words.
+    advice: list[JsonObject]
+    #: Training or inference, rematerialization on, ... as the message shows.
+    situation: JsonObject
 
 
 class Explanation(_Rendered):
@@ -255,12 +260,17 @@ class Explanation(_Rendered):
     _schema = ("explain", "")
     __slots__ = ()
 
+    #: The one-line verdict (``needs 41.32GiB; ...``).
+    verdict: str
     #: The message's format (CPU, GPU's BFC allocator, TPU...).
     format: str
     #: The allocation that failed, in bytes, when the message says.
     requested_bytes: int | None
     #: The buffers the message lists as live at the failure.
     peak_buffers: list[JsonObject]
+    #: Ranked advice in words, most bytes saved first.
+    advice: list[Advice]
+    #: The same facts as typed data.
     explanation: Diagnosis
 
     _command = "explain"

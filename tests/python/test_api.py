@@ -174,8 +174,11 @@ def test_explain_a_real_oom_message(repo_root: Path) -> None:
     message = (repo_root / "samples/oom/motivating.txt").read_text()
     explanation = hlomem.explain(message)
     assert explanation.requested_bytes == 14787872288
-    assert explanation.explanation.what_failed
-    assert explanation.explanation.advice[0].action
+    assert explanation.verdict.startswith("needs 41.32GiB")
+    assert explanation.explanation.what_failed[0].kind == "allocation"
+    # Advice in words and as data, in the same order.
+    assert explanation.advice[0].action
+    assert explanation.advice[0].saves_bytes == explanation.explanation.advice[0].saves_bytes
     assert "What failed" in str(explanation)
     # As caught: the exception itself is accepted.
     assert hlomem.explain(RuntimeError(message)).requested_bytes == 14787872288
