@@ -438,7 +438,8 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
             let mut sizes = Vec::new();
             for p in parts {
                 match p.as_rule() {
-                    Rule::memory_space => t.memory_space = Some(p.as_str().to_string()),
+                    // `hbm`, or `HBM` in the phrasing about HLO temporaries.
+                    Rule::memory_space => t.memory_space = Some(p.as_str().to_lowercase()),
                     Rule::size => sizes.push(size_of(&p)),
                     Rule::exceeded_capacity => {
                         t.exceeded_by = p
