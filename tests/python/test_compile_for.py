@@ -107,6 +107,25 @@ def test_arrays_are_read_as_shapes_and_lambdas_travel_with_cloudpickle() -> None
     assert hlomem.fits(compiled).target.memory_bytes == 32 * GIB
 
 
+@needs_tpu
+def test_a_mesh_shards_the_arguments_over_the_topology() -> None:
+    from jax.sharding import PartitionSpec as P
+
+    params, x, y = mlp._shapes()
+    replicated = jax.tree_util.tree_map(lambda _: P(), params)
+    sharded = hlomem.compile_for(
+        mlp.step, params, x, y, target="tpu-v5e:2x2", mesh={"data": 4},
+        in_shardings=(replicated, P("data"), P("data")), progress=False,
+    )
+    whole = hlomem.compile_for(mlp.step, params, x, y, target="tpu-v5e:2x2", progress=False)
+    assert "num_partitions=4" in sharded.as_text()
+    # Per device: the batch is a quarter, the parameters whole.
+    assert (
+        sharded.memory_analysis().argument_size_in_bytes
+        < whole.memory_analysis().argument_size_in_bytes
+    )
+
+
 @needs_cuda
 def test_h100_mlp_step_equals_a_direct_compile() -> None:
     compiled = hlomem.compile_for(mlp.step_donated, *mlp._shapes(), target="h100", donate_argnums=0)
