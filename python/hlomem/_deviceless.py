@@ -296,9 +296,12 @@ def _compile_error(target: Target, message: str) -> Exception:
         except HlomemError:
             explanation = None
         if explanation is not None:
+            # The compiler's own words last: libtpu's "HLO temporaries"
+            # phrasing counts the temporaries alone, which the explanation
+            # reads as what the program needs (so: at least that much).
             text = (
                 f"{target.name}'s compiler refused the program for memory:\n\n"
-                f"{str(explanation).rstrip()}"
+                f"{str(explanation).rstrip()}\n\nThe compiler said: {message.strip()}"
             )
             return OutOfBudget(text, None, explanation=explanation)
     return HlomemError(f"the compile for {target.name} failed:\n{message}")
