@@ -200,7 +200,9 @@ def analyze(x: Input) -> Report | list[Report]:
     ``lowered.as_text()`` is StableHLO; pass ``lowered.compile()``).
     """
     source, is_folder = _source(x)
-    process = run(["analyze", source.arg, "--format", "json"], source.stdin)
+    if isinstance(x, DevicelessCompiled):
+        source = Source(source.arg, source.stdin, x.target.hlomem_options)
+    process = run(["analyze", source.arg, *source.options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 2):
         raise failure(process)
     document = _parse_json(process)
@@ -255,6 +257,8 @@ def assert_fits(
     if target is not None:
         budget = target.usable_bytes
     options: list[str] = []
+    if isinstance(x, DevicelessCompiled):
+        options += x.target.hlomem_options
     if budget is not None:
         options += ["--budget", _budget_arg(budget)]
     codes = [fail_on] if isinstance(fail_on, str) else list(fail_on)
@@ -262,7 +266,7 @@ def assert_fits(
         options += ["--fail-on", *codes]
     if whole_program:
         options.append("--whole-program")
-    if not options:
+    if budget is None and not codes:
         raise ValueError("give a budget, fail_on codes, or both")
     source = Source(source.arg, source.stdin, tuple(options))
     process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
@@ -289,8 +293,9 @@ def fits(compiled: DevicelessCompiled) -> Verdict:
             f"for others use assert_fits(x, budget=...), got {type(compiled).__name__}"
         )
     source, _ = _source(compiled)
-    budget = str(compiled.target.usable_bytes)
-    process = run(["check", source.arg, "--budget", budget, "--format", "json"], source.stdin)
+    options = (*compiled.target.hlomem_options, "--budget", str(compiled.target.usable_bytes))
+    source = Source(source.arg, source.stdin, options)
+    process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 1):
         raise failure(process)
     result = CheckResult(_parse_json(process), source)

@@ -96,6 +96,14 @@ class Target:
     target_config: str | None = None
 
     @property
+    def hlomem_options(self) -> tuple[str, ...]:
+        """What tells the ``hlomem`` command this target: on TPU the chip
+        (``--tpu v6e``), which sizes tuple tables; the HLO text does not say."""
+        if self.platform == "tpu":
+            return ("--tpu", self.topology.partition(":")[0])
+        return ()
+
+    @property
     def memory_word(self) -> str:
         """What the device's memory is called: ``HBM`` on TPU, ``memory`` on GPU."""
         return "HBM" if self.platform == "tpu" else "memory"
