@@ -38,7 +38,6 @@ from ._deviceless import (
     compile_for,
 )
 from ._json import JsonObject
-from ._targets import Target
 from ._model import (
     Advice,
     CheckedModule,
@@ -52,6 +51,7 @@ from ._model import (
     Source,
     SpaceBytes,
 )
+from ._targets import Target
 
 
 def _version() -> str:
@@ -245,8 +245,9 @@ def assert_fits(
     bytes as an ``int``; SPMD modules are compared per device unless
     ``whole_program``. For a program from :func:`compile_for` the budget is
     by default its target's usable memory (:attr:`Target.usable_bytes`),
-    and a failure's message starts with the :class:`Verdict`. ``fail_on`` names findings that must not appear: the
-    default, ``HM003``, is a donation XLA had to copy. The semantics are
+    and a failure's message starts with the :class:`Verdict`. ``fail_on``
+    names findings that must not appear: the default, ``HM003``, is a
+    donation XLA had to copy. The semantics are
     ``hlomem check``'s, which this runs. Returns the check's result when it
     passes.
     """

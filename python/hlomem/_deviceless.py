@@ -205,7 +205,10 @@ def compile_for(
         result_file = Path(folder, "result.json")
         request_file.write_bytes(_dumps(request))
         if progress:
-            print(f"hlomem: compiling {name} for {resolved.name} (no device needed)...", file=sys.stderr)
+            print(
+                f"hlomem: compiling {name} for {resolved.name} (no device needed)...",
+                file=sys.stderr,
+            )
         started = time.monotonic()
         process = subprocess.run(
             [sys.executable, "-m", "hlomem._deviceless", str(request_file), str(result_file)],
@@ -239,7 +242,7 @@ def _require_backend(target: Target) -> None:
     if missing:
         raise BackendNotInstalled(
             f"compiling for {target.name} needs {' and '.join(missing)}, which this Python "
-            f"({sys.executable}) does not have: pip install \"hlomem[{target.extra}]\""
+            f'({sys.executable}) does not have: pip install "hlomem[{target.extra}]"'
         )
 
 
@@ -248,22 +251,25 @@ def _abstract(tree: Any) -> Any:
     its shape and dtype: its data and its (local) sharding stay here."""
     import jax
 
+    shape_dtype: Any = jax.ShapeDtypeStruct  # untyped in some jax versions
+
     def leaf(x: Any) -> Any:
         if hasattr(x, "shape") and hasattr(x, "dtype"):
-            return jax.ShapeDtypeStruct(x.shape, x.dtype)
+            return shape_dtype(x.shape, x.dtype)
         return x
 
     return jax.tree_util.tree_map(leaf, tree)
 
 
 def _dumps(request: dict[str, Any]) -> bytes:
+    cloudpickle: Any  # optional, and without type information
     try:
-        import cloudpickle
+        cloudpickle = importlib.import_module("cloudpickle")
     except ImportError:
         cloudpickle = None
     try:
         if cloudpickle is not None:
-            return cloudpickle.dumps(request)
+            return bytes(cloudpickle.dumps(request))
         if getattr(request["fn"], "__module__", None) == "__main__":
             # pickle names the function; a child's __main__ is not the caller's.
             raise pickle.PicklingError("a function of __main__ cannot be imported by a child")
@@ -316,7 +322,7 @@ def _child(request_file: str, result_file: str) -> None:
         request = pickle.load(f)  # cloudpickle's output loads with pickle
     try:
         result = _child_compile(request)
-    except Exception as e:  # the compiler's refusal goes back to the parent as text
+    except Exception as e:  # noqa: BLE001 -- any refusal goes back to the parent as text
         result = {"error": f"{type(e).__name__}: {e}"}
     Path(result_file).write_text(json.dumps(result))
 
@@ -327,7 +333,12 @@ def _child_compile(request: dict[str, Any]) -> dict[str, Any]:
     import jax
     import numpy as np
     from jax.experimental import topologies
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
+    from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+    from jax.sharding import PartitionSpec as _PartitionSpec
+
+    # Untyped in some jax versions.
+    PartitionSpec: Any = _PartitionSpec
+    shape_dtype: Any = jax.ShapeDtypeStruct
 
     target: Target = request["target"]
     if target.platform == "tpu":
@@ -372,7 +383,7 @@ def _child_compile(request: dict[str, Any]) -> dict[str, Any]:
         # Arguments follow in_shardings when given (a sharding on the
         # argument too would have to agree with it).
         if isinstance(x, jax.ShapeDtypeStruct) and "in_shardings" not in jit_kwargs:
-            return jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=placement)
+            return shape_dtype(x.shape, x.dtype, sharding=placement)
         return x
 
     args = jax.tree_util.tree_map(place, request["args"])

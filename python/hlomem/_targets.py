@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Target", "gib", "resolve_target", "TARGET_NAMES"]
+__all__ = ["TARGET_NAMES", "Target", "gib", "resolve_target"]
 
 _GIB = 1 << 30
 _TARGETS_DIR = Path(__file__).resolve().parent / "targets"

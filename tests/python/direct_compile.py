@@ -22,8 +22,12 @@ from jax.sharding import SingleDeviceSharding
 
 import mlp
 
-FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-          "temp_size_in_bytes")
+FIELDS = (
+    "argument_size_in_bytes",
+    "output_size_in_bytes",
+    "alias_size_in_bytes",
+    "temp_size_in_bytes",
+)
 
 
 def main(platform: str, topology: str, config: str | None = None) -> None:
@@ -31,11 +35,15 @@ def main(platform: str, topology: str, config: str | None = None) -> None:
         devices = topologies.get_topology_desc(topology_name=topology, platform="tpu").devices
     else:
         devices = topologies.get_topology_desc(
-            platform="cuda", topology_name="", target_config=Path(config or "").read_text(),
-            topology=topology).devices
+            platform="cuda",
+            topology_name="",
+            target_config=Path(config or "").read_text(),
+            topology=topology,
+        ).devices
     on_device = SingleDeviceSharding(devices[0])
     args = jax.tree_util.tree_map(
-        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=on_device), mlp._shapes())
+        lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=on_device), mlp._shapes()
+    )
     compiled = jax.jit(mlp.step_donated, donate_argnums=0).lower(*args).compile()
     analysis = compiled.memory_analysis()
     print(json.dumps({f: int(getattr(analysis, f)) for f in FIELDS}))

@@ -99,7 +99,7 @@ def test_tpu_refusal_for_memory_is_out_of_budget_with_an_explanation() -> None:
 
 @needs_tpu
 def test_arrays_are_read_as_shapes_and_lambdas_travel_with_cloudpickle() -> None:
-    pytest.importorskip("cloudpickle", reason="cloudpickle is not installed (the extras install it)")
+    pytest.importorskip("cloudpickle", reason="cloudpickle is not installed (the extras have it)")
     a = jnp.ones((256, 256), jnp.float32)  # a CPU array: only its shape and dtype go
     compiled = hlomem.compile_for(lambda a: a @ a, a, target="tpu-v6e", progress=False)
     assert compiled.target.name == "tpu-v6e:2x2"
@@ -116,8 +116,14 @@ def test_a_mesh_shards_the_arguments_over_the_topology() -> None:
     params, x, y = mlp._shapes()
     replicated = jax.tree_util.tree_map(lambda _: P(), params)
     sharded = hlomem.compile_for(
-        mlp.step, params, x, y, target="tpu-v5e:2x2", mesh={"data": 4},
-        in_shardings=(replicated, P("data"), P("data")), progress=False,
+        mlp.step,
+        params,
+        x,
+        y,
+        target="tpu-v5e:2x2",
+        mesh={"data": 4},
+        in_shardings=(replicated, P("data"), P("data")),
+        progress=False,
     )
     whole = hlomem.compile_for(mlp.step, params, x, y, target="tpu-v5e:2x2", progress=False)
     assert "num_partitions=4" in sharded.as_text()
@@ -141,7 +147,10 @@ def test_h100_mlp_step_equals_a_direct_compile() -> None:
 def test_missing_extra_names_the_extra() -> None:
     missing = [
         (name, extra)
-        for name, extra, present in (("tpu-v5e:2x2", "tpu", HAS_LIBTPU), ("h100", "cuda12", HAS_CUDA))
+        for name, extra, present in (
+            ("tpu-v5e:2x2", "tpu", HAS_LIBTPU),
+            ("h100", "cuda12", HAS_CUDA),
+        )
         if not present
     ]
     if not missing:
