@@ -44,7 +44,6 @@ __all__ = [
     "MemoryAnalysis",
     "Verdict",
     "compile_for",
-    "verdict",
 ]
 
 # What libtpu needs to compile without a TPU or its metadata server.
@@ -146,10 +145,6 @@ class Verdict:
         if t.usable_note:
             text += f" ({t.usable_note}: {gib(t.usable_bytes)})"
         return text
-
-
-def verdict(target: Target, needed_bytes: int) -> Verdict:
-    return Verdict(target, needed_bytes)
 
 
 def compile_for(
