@@ -181,3 +181,9 @@ def test_gpu_budget_follows_the_allocator_fraction(monkeypatch: pytest.MonkeyPat
 def test_unknown_target_lists_the_known_ones() -> None:
     with pytest.raises(ValueError, match="tpu-v5e:2x2"):
         resolve_target("tpu-v9")
+
+
+def test_the_h100_target_config_is_installed_with_the_package() -> None:
+    config = resolve_target("h100").target_config
+    assert config is not None  # in the wheel beside the code (maturin packs the folder)
+    assert "gpu_device_info" in Path(config).read_text()
