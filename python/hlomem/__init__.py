@@ -11,6 +11,11 @@
 
     hlomem.assert_fits(compiled, budget="16GiB")   # in a pytest test
 
+    # For a device this machine does not have (a child process compiles):
+    tpu = hlomem.compile_for(train_step, state, batch, target="tpu-v5e:2x2")
+    print(hlomem.fits(tpu))   # "fits on one v5e chip with 12.4 GiB to spare"
+    hlomem.assert_fits(tpu)   # budget: the target's usable memory
+
 The analysis is the ``hlomem`` command's (installed with this package): these
 functions run it and read its JSON, whose fields the report objects expose as
 attributes (``hlomem schema analyze`` prints the JSON Schema).
@@ -25,6 +30,13 @@ from collections.abc import Iterable
 from typing import Any, Protocol, Union, overload
 
 from ._binary import BinaryNotFound, HlomemError, failure, find_binary, run
+from ._deviceless import (
+    BackendNotInstalled,
+    DevicelessCompiled,
+    MemoryAnalysis,
+    Verdict,
+    compile_for,
+)
 from ._json import JsonObject
 from ._model import (
     Advice,
@@ -39,6 +51,7 @@ from ._model import (
     Source,
     SpaceBytes,
 )
+from ._targets import Target
 
 
 def _version() -> str:
@@ -54,9 +67,11 @@ __version__ = _version()
 
 __all__ = [
     "Advice",
+    "BackendNotInstalled",
     "BinaryNotFound",
     "CheckResult",
     "CheckedModule",
+    "DevicelessCompiled",
     "Diagnosis",
     "Explanation",
     "Finding",
@@ -65,14 +80,19 @@ __all__ = [
     "HlomemWarning",
     "JsonObject",
     "Memory",
+    "MemoryAnalysis",
     "OutOfBudget",
     "Report",
     "SpaceBytes",
+    "Target",
+    "Verdict",
     "__version__",
     "analyze",
     "assert_fits",
+    "compile_for",
     "explain",
     "find_binary",
+    "fits",
 ]
 
 
@@ -90,13 +110,25 @@ PathArg = Union[str, "os.PathLike[str]"]
 
 
 class OutOfBudget(AssertionError):
-    """:func:`assert_fits` failed: a module needs more memory than the budget,
-    or has a finding named in ``fail_on``. The message is hlomem's short text
-    report; :attr:`result` holds the same as data."""
+    """A program does not fit.
 
-    def __init__(self, message: str, result: CheckResult) -> None:
+    Raised by :func:`assert_fits` when a module needs more memory than the
+    budget, or has a finding named in ``fail_on``: the message is hlomem's
+    short text report, :attr:`result` the same as data. Raised by
+    :func:`compile_for` when the target's compiler refused the program for
+    memory: :attr:`result` is ``None`` and :attr:`explanation` is hlomem's
+    explanation of the compiler's message (the message's text form).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        result: CheckResult | None,
+        explanation: Explanation | None = None,
+    ) -> None:
         super().__init__(message)
         self.result = result
+        self.explanation = explanation
 
 
 class HlomemWarning(UserWarning):
@@ -168,7 +200,9 @@ def analyze(x: Input) -> Report | list[Report]:
     ``lowered.as_text()`` is StableHLO; pass ``lowered.compile()``).
     """
     source, is_folder = _source(x)
-    process = run(["analyze", source.arg, "--format", "json"], source.stdin)
+    if isinstance(x, DevicelessCompiled):
+        source = Source(source.arg, source.stdin, x.target.hlomem_options)
+    process = run(["analyze", source.arg, *source.options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 2):
         raise failure(process)
     document = _parse_json(process)
@@ -209,13 +243,23 @@ def assert_fits(
     ``x`` is what :func:`analyze` takes. ``budget`` is one device's memory:
     ``"16GiB"`` (``"16G"``: powers of 1024), ``"80GB"`` (powers of 1000) or
     bytes as an ``int``; SPMD modules are compared per device unless
-    ``whole_program``. ``fail_on`` names findings that must not appear: the
-    default, ``HM003``, is a donation XLA had to copy. The semantics are
+    ``whole_program``. For a program from :func:`compile_for` the budget is
+    by default its target's usable memory (:attr:`Target.usable_bytes`),
+    and a failure's message starts with the :class:`Verdict`. ``fail_on``
+    names findings that must not appear: the default, ``HM003``, is a
+    donation XLA had to copy. The semantics are
     ``hlomem check``'s, which this runs. Returns the check's result when it
     passes.
     """
     source, _ = _source(x)
+    # A compile_for program's target is the budget unless one is given; its
+    # verdict then heads a failure's message.
+    target = x.target if isinstance(x, DevicelessCompiled) and budget is None else None
+    if target is not None:
+        budget = target.usable_bytes
     options: list[str] = []
+    if isinstance(x, DevicelessCompiled):
+        options += x.target.hlomem_options
     if budget is not None:
         options += ["--budget", _budget_arg(budget)]
     codes = [fail_on] if isinstance(fail_on, str) else list(fail_on)
@@ -223,7 +267,7 @@ def assert_fits(
         options += ["--fail-on", *codes]
     if whole_program:
         options.append("--whole-program")
-    if not options:
+    if budget is None and not codes:
         raise ValueError("give a budget, fail_on codes, or both")
     source = Source(source.arg, source.stdin, tuple(options))
     process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
@@ -231,8 +275,32 @@ def assert_fits(
         raise failure(process)
     result = CheckResult(_parse_json(process), source)
     if process.returncode == 1:
-        raise OutOfBudget(str(result).rstrip(), result)
+        message = str(result).rstrip()
+        if target is not None and result.modules:
+            message = f"{Verdict(target, result.modules[0].bytes)}\n{message}"
+        raise OutOfBudget(message, result)
     return result
+
+
+def fits(compiled: DevicelessCompiled) -> Verdict:
+    """Whether a program from :func:`compile_for` fits on one device of its
+    target: ``str(hlomem.fits(c))`` is ``"fits on one H100 with 11.3 GiB to
+    spare (...)"`` or ``"needs 97 GiB of HBM, a v5e chip has 16 GiB"``;
+    ``bool()`` of it and ``.fits`` say the same as data. What it needs is the
+    device memory ``hlomem check`` compares with a budget (per device)."""
+    if not isinstance(compiled, DevicelessCompiled):
+        raise TypeError(
+            "fits() needs a program from hlomem.compile_for (it knows its target); "
+            f"for others use assert_fits(x, budget=...), got {type(compiled).__name__}"
+        )
+    source, _ = _source(compiled)
+    options = (*compiled.target.hlomem_options, "--budget", str(compiled.target.usable_bytes))
+    source = Source(source.arg, source.stdin, options)
+    process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
+    if process.returncode not in (0, 1):
+        raise failure(process)
+    result = CheckResult(_parse_json(process), source)
+    return Verdict(compiled.target, result.modules[0].bytes)
 
 
 def explain(message_text: str | BaseException, dump: PathArg | None = None) -> Explanation:

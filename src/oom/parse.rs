@@ -19,7 +19,8 @@ struct OomParser;
 pub const LOOKED_FOR: &str =
     "\"Out of memory while trying to allocate\", \"BufferAssignment OOM Debugging\", \
 \"Peak buffers:\", \"Failed to allocate request for\", \"Allocator (...) ran out of memory\", \
-\"Ran out of memory in memory space\", \"Total hbm usage >=\", \"Largest program allocations\", \
+\"Ran out of memory in memory space\", \"Ran out of memory on HBM, ... HLO temporaries\", \
+\"Total hbm usage >=\", \"Largest program allocations\", \
 \"Attempting to reserve/allocate ... That was not possible\", \"Aborting compilation early\", \
 \"Can't reduce memory use below\", \"Out of memory allocating N bytes\", \
 \"failed to allocate ... from device\", \"Scoped allocation with size\", \
@@ -438,7 +439,8 @@ fn apply(msg: &mut OomMessage, seen: &mut Seen, block: &mut Block, item: Pair<Ru
             let mut sizes = Vec::new();
             for p in parts {
                 match p.as_rule() {
-                    Rule::memory_space => t.memory_space = Some(p.as_str().to_string()),
+                    // `hbm`, or `HBM` in the phrasing about HLO temporaries.
+                    Rule::memory_space => t.memory_space = Some(p.as_str().to_lowercase()),
                     Rule::size => sizes.push(size_of(&p)),
                     Rule::exceeded_capacity => {
                         t.exceeded_by = p
