@@ -385,21 +385,27 @@ impl GroupSize {
 }
 
 /// Groups keyed by any key, in first-seen order, then sorted largest first
-/// (ties keep first-seen order, so output is deterministic).
+/// (ties keep first-seen order, so output is deterministic). Each group comes
+/// with the index of its first buffer and of its largest (the one `size`
+/// names).
 fn group_by<K: std::hash::Hash + Eq + Clone>(
     buffers: &[BufferUse],
     key: impl Fn(&BufferUse) -> K,
     live_peak: u64,
-) -> Vec<(K, GroupSize, usize)> {
+) -> Vec<(K, GroupSize, usize, usize)> {
     let mut index: HashMap<K, usize> = HashMap::new();
-    let mut groups: Vec<(K, GroupSize, usize)> = Vec::new();
+    let mut groups: Vec<(K, GroupSize, usize, usize)> = Vec::new();
     for (i, b) in buffers.iter().enumerate() {
         let k = key(b);
         let g = *index.entry(k.clone()).or_insert_with(|| {
-            groups.push((k, GroupSize::default(), i));
+            groups.push((k, GroupSize::default(), i, i));
             groups.len() - 1
         });
-        groups[g].1.add(b);
+        let group = &mut groups[g];
+        if b.bytes > group.1.largest_bytes {
+            group.3 = i; // the same test GroupSize::add uses to name its largest
+        }
+        group.1.add(b);
     }
     for g in &mut groups {
         g.1.finish(live_peak);
@@ -419,22 +425,21 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
     };
     group_by(buffers, key, live_peak)
         .into_iter()
-        .map(|((source, caller, argument, made_by_xla), size, first)| {
-            let b = &buffers[first];
-            SourceGroup {
-                argument,
-                made_by_xla,
-                function: b.source().and_then(|l| l.function.clone()),
-                caller_function: b.caller().and_then(|l| l.function.clone()),
-                op_name: buffers
-                    .iter()
-                    .find(|x| x.instruction == size.largest)
-                    .and_then(|x| x.op_name.clone()),
-                source,
-                caller,
-                size,
-            }
-        })
+        .map(
+            |((source, caller, argument, made_by_xla), size, first, largest)| {
+                let b = &buffers[first];
+                SourceGroup {
+                    argument,
+                    made_by_xla,
+                    function: b.source().and_then(|l| l.function.clone()),
+                    caller_function: b.caller().and_then(|l| l.function.clone()),
+                    op_name: buffers[largest].op_name.clone(),
+                    source,
+                    caller,
+                    size,
+                }
+            },
+        )
         .collect()
 }
 
