@@ -123,9 +123,10 @@ impl Dataflow {
         };
         b.evaluate(module.entry, None);
         // Computations not reached through the entry's control flow (reducers,
-        // fusion bodies) define their own parameters.
+        // fusion bodies read) define their own parameters. Deferred bodies
+        // hold no values XLA's buffer assignment places.
         for ci in 0..module.computations.len() {
-            if !b.evaluated[ci] {
+            if !b.evaluated[ci] && module.computations[ci].deferred.is_none() {
                 b.evaluate(CompId(ci as u32), None);
             }
         }

@@ -122,6 +122,19 @@ impl ModuleGraph {
                 continue;
             }
             *current = kind;
+            // A deferred body is not parsed for this: the computations it
+            // calls were read by its structural check. Inside a fusion body
+            // a `calls=` is a nested fusion, anything else thread-local.
+            if let Some(k) = module.computations[comp.index()].deferred {
+                for &(role, callee) in module.deferred.calls(k) {
+                    let callee_kind = match role {
+                        CallRole::Calls => CompKind::Fused,
+                        _ => CompKind::ThreadLocal,
+                    };
+                    work.push((callee, callee_kind));
+                }
+                continue;
+            }
             for &caller in &module.comp(comp).instructions {
                 for (_, callee) in self.callees(caller).collect::<Vec<_>>() {
                     let callee_kind = match (kind, callee_kind(module, caller)) {

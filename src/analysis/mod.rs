@@ -217,9 +217,11 @@ fn live_peak(
             .binary_search_by_key(&v, |(id, _)| *id)
         {
             Ok(i) => assignment.heap.chunks[i].1.offset,
-            // Temp tuple tables sit outside the heap: give each its own place.
+            // Temp tuple tables sit outside the heap: give each its own place,
+            // far enough apart that no two overlap (a TPU table is 512 bytes,
+            // a CPU one 8 bytes an element), whatever the buffer numbering.
             Err(_) if assignment.allocations[a].kind == AllocationKind::Temp => {
-                u64::MAX / 2 + value.buffer.0 as u64 * 64
+                u64::MAX / 2 + (value.buffer.0 as u64) * (1 << 31)
             }
             Err(_) => 0,
         };

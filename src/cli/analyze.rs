@@ -68,6 +68,7 @@ pub fn load(
             verify,
             backend: selection.backend.map(Into::into),
             tpu_version: selection.tpu.map(Into::into),
+            strict: selection.strict,
         },
         &done,
     );

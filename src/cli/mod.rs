@@ -62,6 +62,12 @@ pub struct Selection {
     /// (its `*.target_arguments.txt`); v5e's rules are used when neither says.
     #[arg(long, value_enum, value_name = "CHIP")]
     tpu: Option<TpuArg>,
+    /// Parse every fusion body at load. By default a fusion's body is parsed
+    /// when the accounting or a report reads it, and the others get a
+    /// structural check only (balanced brackets, one instruction per line,
+    /// names defined once); `--strict` refuses any line the grammar refuses.
+    #[arg(long)]
+    strict: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -5,13 +5,14 @@
 //! analyses need are typed fields; every other attribute is kept as raw text
 //! (a span into the module's text), so attributes from newer XLA versions survive.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
+use super::deferred::Deferred;
 use super::metadata::{Metadata, SourceLocation, StackFrameIndex};
 use super::opcode::Opcode;
 use super::shape::Shape;
-use crate::source::Span;
+use crate::source::{SourceFile, Span};
 
 /// Index of an instruction in [`Module::instructions`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,8 +23,18 @@ pub struct InstrId(pub u32);
 pub struct CompId(pub u32);
 
 impl InstrId {
+    /// Ids of instructions in a deferred body (see [`super::deferred`]) have
+    /// this bit set: they are never indices into [`Module::instructions`], so a
+    /// per-instruction table indexed by one fails loudly in tests.
+    pub const DEFERRED: u32 = 1 << 31;
+
     pub fn index(self) -> usize {
         self.0 as usize
+    }
+
+    /// In a fused computation's body, parsed only when something reads it.
+    pub fn is_deferred(self) -> bool {
+        self.0 & Self::DEFERRED != 0
     }
 }
 impl CompId {
@@ -33,19 +44,26 @@ impl CompId {
 }
 
 /// A parsed HLO module.
+///
+/// Fused computations' bodies are not in [`Module::instructions`]: they are
+/// parsed when an analysis first reads them ([`Module::comp`], [`Module::instr`]),
+/// so a module costs what its entry and control flow cost.
 #[derive(Debug, Clone)]
 pub struct Module {
     pub name: String,
-    /// The file it was read from.
-    pub path: PathBuf,
-    /// The module's text; [`Span`]s index into it.
-    pub text: String,
+    /// The file it was read from; [`Span`]s index into its text. Shared, so
+    /// that the what-if copies of the accounting do not copy the text.
+    pub file: Arc<SourceFile>,
     pub header: ModuleHeader,
     pub stack_frames: StackFrameIndex,
-    /// In the file's order (callees before callers).
+    /// In the file's order (callees before callers). A deferred computation's
+    /// entry here is a shell: read it through [`Module::comp`].
     pub computations: Vec<Computation>,
+    /// The instructions of every computation that is not deferred.
     pub instructions: Vec<Instruction>,
     pub entry: CompId,
+    /// The bodies parsed on demand.
+    pub deferred: Arc<Deferred>,
 }
 
 /// What the `HloModule` line says.
@@ -108,6 +126,8 @@ pub struct Computation {
     pub execution_thread: Option<String>,
     /// The computation's header line.
     pub span: Span,
+    /// Set on the shell of a deferred computation: its index in [`Deferred`].
+    pub deferred: Option<u32>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,11 +193,53 @@ pub struct OperandAlias {
 
 impl Module {
     pub fn instr(&self, id: InstrId) -> &Instruction {
-        &self.instructions[id.index()]
+        if id.is_deferred() {
+            self.deferred.instr(self, id)
+        } else {
+            &self.instructions[id.index()]
+        }
     }
 
+    /// A computation, its body parsed first if it was deferred.
     pub fn comp(&self, id: CompId) -> &Computation {
-        &self.computations[id.index()]
+        let comp = &self.computations[id.index()];
+        match comp.deferred {
+            Some(k) => self.deferred.computation(self, k),
+            None => comp,
+        }
+    }
+
+    /// The module's text; [`Span`]s index into it.
+    pub fn text(&self) -> &str {
+        &self.file.text
+    }
+
+    /// The file the module was read from.
+    pub fn path(&self) -> &Path {
+        &self.file.path
+    }
+
+    /// Instructions written in the text, deferred bodies included (recreated
+    /// `get-tuple-element`s are not counted).
+    pub fn instruction_count(&self) -> usize {
+        self.instructions.iter().filter(|i| !i.synthetic).count() + self.deferred.line_count()
+    }
+
+    /// Parses every deferred body now (`--strict`), so that a malformed one is
+    /// an error even if no analysis reads it.
+    pub fn parse_all(&self) -> Result<(), crate::error::Error> {
+        self.deferred.parse_all(self)?;
+        self.deferred_error()
+    }
+
+    /// The first error met while parsing a deferred body on demand. The
+    /// pipeline asks after the report is built: an analysis that read a broken
+    /// body saw an empty one, and its numbers must not be shown.
+    pub fn deferred_error(&self) -> Result<(), crate::error::Error> {
+        match self.deferred.first_error() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     pub fn entry(&self) -> &Computation {
@@ -186,7 +248,7 @@ impl Module {
 
     /// The text a span covers.
     pub fn slice(&self, span: Span) -> &str {
-        self.text.get(span.range()).unwrap_or("")
+        self.file.text.get(span.range()).unwrap_or("")
     }
 
     /// The raw text of an attribute that has no typed field, e.g. `dimensions`.
@@ -209,7 +271,7 @@ impl Module {
 
     /// The fields of an instruction's `metadata={...}`, parsed when asked for.
     pub fn metadata(&self, instr: InstrId) -> Metadata {
-        super::metadata::parse(&self.text, self.instr(instr).metadata)
+        super::metadata::parse(&self.file.text, self.instr(instr).metadata)
     }
 
     /// The `op_name` of an instruction's metadata, unescaped.
@@ -226,20 +288,21 @@ impl Module {
             metadata
                 .op_name
                 .map(|s| super::metadata::unescape(self.slice(s))),
-            metadata.source_location(&self.text, &self.stack_frames),
+            metadata.source_location(&self.file.text, &self.stack_frames),
         )
     }
 
     /// Where in the user's program an instruction comes from, when the dump says.
     pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
         self.metadata(instr)
-            .source_location(&self.text, &self.stack_frames)
+            .source_location(&self.file.text, &self.stack_frames)
     }
 
     /// The call stack an instruction comes from, innermost first (empty when
     /// the dump does not say).
     pub fn stack(&self, instr: InstrId) -> Vec<SourceLocation> {
-        self.metadata(instr).stack(&self.text, &self.stack_frames)
+        self.metadata(instr)
+            .stack(&self.file.text, &self.stack_frames)
     }
 
     /// Entry parameters in parameter-number order.

@@ -4,6 +4,7 @@
 //! IR values and `resolve` turns names into indices. Everything downstream reads
 //! only the IR in `ir`, `shape`, `opcode` and `metadata`.
 
+mod deferred;
 pub mod ir;
 mod lower;
 pub mod metadata;
@@ -13,15 +14,29 @@ mod resolve;
 pub mod shape;
 mod verify;
 
+pub use deferred::Deferred;
 pub use ir::*;
 pub use metadata::{Metadata, SourceLocation, StackFrameIndex};
 pub use opcode::Opcode;
 pub use shape::{ArrayShape, Dim, ElementType, Layout, Shape};
 
-/// Parses a whole HLO module file: outline (pest, pass 1), lower each line
-/// (pass 2), resolve names, verify.
+/// Parses an HLO module file for the analysis: outline (pest, pass 1), lower
+/// each line (pass 2) of every computation but fusion bodies, which are
+/// parsed when read (`deferred`), resolve names, verify.
 pub fn parse_module(file: crate::source::SourceFile) -> Result<Module, crate::error::Error> {
-    let (name, header, stack_frames, computations, instructions, entry) = {
+    parse(file, true)
+}
+
+/// [`parse_module`] with every line parsed at load (`--strict`, and the
+/// library's `load_module`): every error the grammar finds, in file order.
+pub fn parse_module_complete(
+    file: crate::source::SourceFile,
+) -> Result<Module, crate::error::Error> {
+    parse(file, false)
+}
+
+fn parse(file: crate::source::SourceFile, defer: bool) -> Result<Module, crate::error::Error> {
+    let (name, header, stack_frames, computations, instructions, entry, deferred) = {
         let outline = parse::outline(&file)?;
         let lower::Lowered {
             name,
@@ -30,8 +45,9 @@ pub fn parse_module(file: crate::source::SourceFile) -> Result<Module, crate::er
             raw,
             mut instructions,
             unresolved,
-        } = lower::lower_module(&file, &outline)?;
-        let (computations, entry) = resolve::resolve(&file, raw, &mut instructions, unresolved)?;
+        } = lower::lower_module(&file, &outline, defer)?;
+        let (computations, entry, deferred) =
+            resolve::resolve(&file, raw, &mut instructions, unresolved)?;
         verify::verify(&file, &header, (&computations, entry), &instructions)?;
         (
             name,
@@ -40,16 +56,17 @@ pub fn parse_module(file: crate::source::SourceFile) -> Result<Module, crate::er
             computations,
             instructions,
             entry,
+            deferred,
         )
     };
     Ok(Module {
         name,
-        path: file.path,
-        text: file.text,
+        file: std::sync::Arc::new(file),
         header,
         stack_frames,
         computations,
         instructions,
         entry,
+        deferred: std::sync::Arc::new(deferred),
     })
 }

@@ -8,6 +8,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::deferred::{Deferred, DeferredBody};
 use super::ir::*;
 use super::lower::{placeholder, RawComputation, Reference, Unresolved};
 use super::opcode::Opcode;
@@ -22,7 +23,7 @@ pub(super) fn resolve(
     raw: Vec<RawComputation>,
     instructions: &mut Vec<Instruction>,
     unresolved: Vec<Unresolved>,
-) -> Result<(Vec<Computation>, CompId), Error> {
+) -> Result<(Vec<Computation>, CompId, Deferred), Error> {
     let error_at = |r: &Reference, title: String, label: &str| {
         Error::at(file, r.offset..r.offset + r.name.len() + 1, title, label)
     };
@@ -70,169 +71,282 @@ pub(super) fn resolve(
 
     let mut computations = Vec::with_capacity(raw.len());
     let mut unresolved = unresolved.into_iter();
+    let mut deferred_bodies = Vec::new();
+    let mut next_deferred_id = 0u32;
     for (ci, comp) in raw.into_iter().enumerate() {
         let comp_id = CompId(ci as u32);
-        if comp.instructions.is_empty() {
+        let lines = match &comp.deferred {
+            Some(d) => d.lines.len(),
+            None => comp.instructions.len(),
+        };
+        if lines == 0 {
             return Err(error_at(
                 &comp.name,
                 format!("computation `%{}` has no instructions", comp.name),
                 "empty",
             ));
         }
-        let names: Vec<Unresolved> = unresolved.by_ref().take(comp.instructions.len()).collect();
-        // Names are looked up per computation; register them all first so that
-        // control-predecessors may point forward.
-        let mut local: HashMap<&str, usize> = HashMap::with_capacity(names.len());
-        for (i, instr) in names.iter().enumerate() {
-            if local.insert(instr.name.name, i).is_some() {
-                return Err(error_at(
-                    &instr.name,
-                    format!("instruction `%{}` is defined twice", instr.name),
-                    "second definition",
-                ));
-            }
-        }
-        // Written instructions have ids in file order; recreated ones come after all of them.
-        let base = comp.instructions.start;
-        let written = |i: usize| InstrId((base + i) as u32);
-        let mut order: Vec<InstrId> = Vec::with_capacity(names.len());
-        let mut synthetic_ids: HashMap<(usize, Vec<u64>), InstrId> = HashMap::new();
-        let mut root = None;
-        let mut params: Vec<(u64, InstrId, Reference)> = Vec::new();
-        let mut pending_preds: Vec<(InstrId, Vec<Reference>)> = Vec::new();
-
-        for (i, refs) in names.into_iter().enumerate() {
-            let id = written(i);
-            let Unresolved {
-                name,
-                is_root,
-                operands: raw_operands,
-                called: raw_called,
-                control_predecessors,
-            } = refs;
-            let line = instructions[id.index()].span;
-            let mut operands = Vec::with_capacity(raw_operands.len());
-            for operand in raw_operands {
-                let r = operand.reference;
-                let Some(&target) = local.get(r.name) else {
-                    return Err(error_at(
-                        &r,
-                        format!(
-                            "unknown instruction `%{}` in computation `%{}`",
-                            r.name, comp.name
-                        ),
-                        "not defined in this computation",
-                    ));
-                };
-                // `%t#0#1`: one get-tuple-element per step, shared by later users.
-                let mut current = written(target);
-                let mut current_shape = instructions[current.index()].shape.clone();
-                for depth in 1..=operand.tuple_path.len() {
-                    let path = operand.tuple_path[..depth].to_vec();
-                    let index = path[depth - 1];
-                    let Some(element) = current_shape.subshape(&[index]).cloned().map(Arc::new)
-                    else {
-                        return Err(error_at(
-                            &r,
-                            format!("`%{}` has no tuple element {:?}", r.name, path),
-                            "no such tuple element",
-                        ));
-                    };
-                    current = match synthetic_ids.entry((target, path.clone())) {
-                        Entry::Occupied(e) => *e.get(),
-                        Entry::Vacant(e) => {
-                            let gte = InstrId(instructions.len() as u32);
-                            let suffix: Vec<String> = path.iter().map(u64::to_string).collect();
-                            instructions.push(Instruction {
-                                name: format!("{}_{}", r.name, suffix.join("_")),
-                                opcode: Opcode::GetTupleElement,
-                                shape: element.clone(),
-                                operands: vec![current],
-                                tuple_index: Some(index),
-                                span: line,
-                                synthetic: true,
-                                ..placeholder(comp_id)
-                            });
-                            order.push(gte);
-                            *e.insert(gte)
-                        }
-                    };
-                    current_shape = element;
-                }
-                operands.push(current);
-            }
-            let mut called = Vec::with_capacity(raw_called.len());
-            for (role, r) in raw_called {
-                let Some(&target) = comp_ids.get(r.name) else {
-                    return Err(error_at(
-                        &r,
-                        format!("unknown computation `%{}`", r.name),
+        if let Some(d) = comp.deferred {
+            let base = next_deferred_id;
+            next_deferred_id = u32::try_from(d.lines.len())
+                .ok()
+                .and_then(|n| base.checked_add(n))
+                .filter(|&end| end < InstrId::DEFERRED)
+                .ok_or_else(|| {
+                    error_at(
+                        &comp.name,
+                        "too many instructions in one module".into(),
+                        "here",
+                    )
+                })?;
+            // Without a ROOT marker XLA takes the last instruction.
+            let root = d.structure.root.unwrap_or(d.lines.len() - 1);
+            let mut calls = Vec::with_capacity(d.structure.calls.len());
+            for &(role, name, offset) in &d.structure.calls {
+                let Some(&callee) = comp_ids.get(name) else {
+                    return Err(Error::at(
+                        file,
+                        offset..offset + name.len() + 1,
+                        format!("unknown computation `%{name}`"),
                         "no computation of this name in the module",
                     ));
                 };
-                called.push((role, target));
+                calls.push((role, callee));
             }
-            if is_root {
-                if root.is_some() {
-                    return Err(error_at(
-                        &name,
-                        format!("computation `%{}` has two ROOTs", comp.name),
-                        "second ROOT",
-                    ));
-                }
-                root = Some(id);
-            }
-            if let Some(n) = instructions[id.index()].parameter_number {
-                params.push((n, id, name));
-            }
-            if !control_predecessors.is_empty() {
-                pending_preds.push((id, control_predecessors));
-            }
-            order.push(id);
-            let instruction = &mut instructions[id.index()];
-            instruction.operands = operands;
-            instruction.called = called.into_boxed_slice();
+            computations.push(Computation {
+                name: comp.name.name.to_string(),
+                is_entry: false,
+                instructions: Vec::new(),
+                root: InstrId(InstrId::DEFERRED | (base + root as u32)),
+                parameters: Vec::new(),
+                execution_thread: comp.execution_thread,
+                span: comp.span,
+                deferred: Some(deferred_bodies.len() as u32),
+            });
+            deferred_bodies.push(DeferredBody::new(comp_id, base, d.lines, calls));
+            continue;
         }
-        for (id, preds) in pending_preds {
-            let mut resolved = Vec::with_capacity(preds.len());
-            for r in preds {
-                let Some(&target) = local.get(r.name) else {
+        let names: Vec<Unresolved> = unresolved.by_ref().take(comp.instructions.len()).collect();
+        let mut arena = Arena {
+            instructions: &mut *instructions,
+            id_base: 0,
+            start: comp.instructions.start,
+        };
+        computations.push(resolve_computation(
+            file,
+            &|name: &str| comp_ids.get(name).copied(),
+            (comp_id, comp_id == entry),
+            comp,
+            names,
+            &mut arena,
+        )?);
+    }
+    // Each deferred body learns the fusion that calls it, whose operands its
+    // parameters must match when it is parsed.
+    let mut callers = vec![None; deferred_bodies.len()];
+    for (i, instr) in instructions.iter().enumerate() {
+        if instr.opcode != Opcode::Fusion {
+            continue;
+        }
+        for &(role, callee) in instr.called.iter() {
+            if let (CallRole::Calls, Some(k)) = (role, computations[callee.index()].deferred) {
+                callers[k as usize] = Some(InstrId(i as u32));
+            }
+        }
+    }
+    let comp_names = comp_ids
+        .into_iter()
+        .map(|(name, id)| (Box::from(name), id))
+        .collect();
+    let deferred = Deferred::new(comp_names, deferred_bodies, callers);
+    Ok((computations, entry, deferred))
+}
+
+/// Where one computation's instructions live: the module's arena (ids are
+/// indices) or a deferred body's own (ids carry [`InstrId::DEFERRED`]).
+pub(super) struct Arena<'v> {
+    pub(super) instructions: &'v mut Vec<Instruction>,
+    /// The id of `instructions[0]`.
+    pub(super) id_base: u32,
+    /// The computation's first instruction in `instructions`.
+    pub(super) start: usize,
+}
+
+impl Arena<'_> {
+    fn id(&self, i: usize) -> InstrId {
+        InstrId(self.id_base + (self.start + i) as u32)
+    }
+    fn get(&self, id: InstrId) -> &Instruction {
+        &self.instructions[(id.0 - self.id_base) as usize]
+    }
+    fn get_mut(&mut self, id: InstrId) -> &mut Instruction {
+        &mut self.instructions[(id.0 - self.id_base) as usize]
+    }
+}
+
+/// Resolves the names of one computation's lowered instructions (`names`, in
+/// line order) in place in `arena`, recreating compact get-tuple-elements.
+pub(super) fn resolve_computation(
+    file: &SourceFile,
+    comp_id_of: &dyn Fn(&str) -> Option<CompId>,
+    (comp_id, is_entry): (CompId, bool),
+    comp: RawComputation,
+    names: Vec<Unresolved>,
+    arena: &mut Arena,
+) -> Result<Computation, Error> {
+    let error_at = |r: &Reference, title: String, label: &str| {
+        Error::at(file, r.offset..r.offset + r.name.len() + 1, title, label)
+    };
+    let count = names.len();
+    // Names are looked up per computation; register them all first so that
+    // control-predecessors may point forward.
+    let mut local: HashMap<&str, usize> = HashMap::with_capacity(names.len());
+    for (i, instr) in names.iter().enumerate() {
+        if local.insert(instr.name.name, i).is_some() {
+            return Err(error_at(
+                &instr.name,
+                format!("instruction `%{}` is defined twice", instr.name),
+                "second definition",
+            ));
+        }
+    }
+    // Written instructions have ids in file order; recreated ones come after all of them.
+    let mut order: Vec<InstrId> = Vec::with_capacity(names.len());
+    let mut synthetic_ids: HashMap<(usize, Vec<u64>), InstrId> = HashMap::new();
+    let mut root = None;
+    let mut params: Vec<(u64, InstrId, Reference)> = Vec::new();
+    let mut pending_preds: Vec<(InstrId, Vec<Reference>)> = Vec::new();
+
+    for (i, refs) in names.into_iter().enumerate() {
+        let id = arena.id(i);
+        let Unresolved {
+            name,
+            is_root,
+            operands: raw_operands,
+            called: raw_called,
+            control_predecessors,
+        } = refs;
+        let line = arena.get(id).span;
+        let mut operands = Vec::with_capacity(raw_operands.len());
+        for operand in raw_operands {
+            let r = operand.reference;
+            let Some(&target) = local.get(r.name) else {
+                return Err(error_at(
+                    &r,
+                    format!(
+                        "unknown instruction `%{}` in computation `%{}`",
+                        r.name, comp.name
+                    ),
+                    "not defined in this computation",
+                ));
+            };
+            // `%t#0#1`: one get-tuple-element per step, shared by later users.
+            let mut current = arena.id(target);
+            let mut current_shape = arena.get(current).shape.clone();
+            for depth in 1..=operand.tuple_path.len() {
+                let path = operand.tuple_path[..depth].to_vec();
+                let index = path[depth - 1];
+                let Some(element) = current_shape.subshape(&[index]).cloned().map(Arc::new) else {
                     return Err(error_at(
                         &r,
-                        format!("unknown instruction `%{}` in control-predecessors", r.name),
-                        "not defined in this computation",
+                        format!("`%{}` has no tuple element {:?}", r.name, path),
+                        "no such tuple element",
                     ));
                 };
-                resolved.push(written(target));
-            }
-            instructions[id.index()].control_predecessors = resolved.into_boxed_slice();
-        }
-        params.sort_by_key(|(n, _, _)| *n);
-        for (expected, (n, _, r)) in params.iter().enumerate() {
-            if *n != expected as u64 {
-                let what = if *n < expected as u64 {
-                    "is declared twice"
-                } else {
-                    "skips a number"
+                current = match synthetic_ids.entry((target, path.clone())) {
+                    Entry::Occupied(e) => *e.get(),
+                    Entry::Vacant(e) => {
+                        let gte = InstrId(arena.id_base + arena.instructions.len() as u32);
+                        let suffix: Vec<String> = path.iter().map(u64::to_string).collect();
+                        arena.instructions.push(Instruction {
+                            name: format!("{}_{}", r.name, suffix.join("_")),
+                            opcode: Opcode::GetTupleElement,
+                            shape: element.clone(),
+                            operands: vec![current],
+                            tuple_index: Some(index),
+                            span: line,
+                            synthetic: true,
+                            ..placeholder(comp_id)
+                        });
+                        order.push(gte);
+                        *e.insert(gte)
+                    }
                 };
+                current_shape = element;
+            }
+            operands.push(current);
+        }
+        let mut called = Vec::with_capacity(raw_called.len());
+        for (role, r) in raw_called {
+            let Some(target) = comp_id_of(r.name) else {
                 return Err(error_at(
-                    r,
-                    format!("parameter({n}) of `%{}` {what}", comp.name),
-                    "parameter numbers must be 0, 1, 2, ...",
+                    &r,
+                    format!("unknown computation `%{}`", r.name),
+                    "no computation of this name in the module",
+                ));
+            };
+            called.push((role, target));
+        }
+        if is_root {
+            if root.is_some() {
+                return Err(error_at(
+                    &name,
+                    format!("computation `%{}` has two ROOTs", comp.name),
+                    "second ROOT",
                 ));
             }
+            root = Some(id);
         }
-        // Without a ROOT marker XLA takes the last instruction.
-        let root = root.unwrap_or(InstrId((comp.instructions.end - 1) as u32));
-        computations.push(Computation {
-            name: comp.name.name.to_string(),
-            is_entry: comp_id == entry,
-            instructions: order,
-            root,
-            parameters: params.into_iter().map(|(_, id, _)| id).collect(),
-            execution_thread: comp.execution_thread,
-            span: comp.span,
-        });
+        if let Some(n) = arena.get(id).parameter_number {
+            params.push((n, id, name));
+        }
+        if !control_predecessors.is_empty() {
+            pending_preds.push((id, control_predecessors));
+        }
+        order.push(id);
+        let instruction = arena.get_mut(id);
+        instruction.operands = operands;
+        instruction.called = called.into_boxed_slice();
     }
-    Ok((computations, entry))
+    for (id, preds) in pending_preds {
+        let mut resolved = Vec::with_capacity(preds.len());
+        for r in preds {
+            let Some(&target) = local.get(r.name) else {
+                return Err(error_at(
+                    &r,
+                    format!("unknown instruction `%{}` in control-predecessors", r.name),
+                    "not defined in this computation",
+                ));
+            };
+            resolved.push(arena.id(target));
+        }
+        arena.get_mut(id).control_predecessors = resolved.into_boxed_slice();
+    }
+    params.sort_by_key(|(n, _, _)| *n);
+    for (expected, (n, _, r)) in params.iter().enumerate() {
+        if *n != expected as u64 {
+            let what = if *n < expected as u64 {
+                "is declared twice"
+            } else {
+                "skips a number"
+            };
+            return Err(error_at(
+                r,
+                format!("parameter({n}) of `%{}` {what}", comp.name),
+                "parameter numbers must be 0, 1, 2, ...",
+            ));
+        }
+    }
+    // Without a ROOT marker XLA takes the last instruction.
+    let root = root.unwrap_or(arena.id(count - 1));
+    Ok(Computation {
+        name: comp.name.name.to_string(),
+        is_entry,
+        instructions: order,
+        root,
+        parameters: params.into_iter().map(|(_, id, _)| id).collect(),
+        execution_thread: comp.execution_thread,
+        span: comp.span,
+        deferred: None,
+    })
 }

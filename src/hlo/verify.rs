@@ -23,10 +23,11 @@ pub(super) fn verify(
     (computations, entry): (&[Computation], CompId),
     instructions: &[Instruction],
 ) -> Result<(), Error> {
+    let lookup = |id: InstrId| &instructions[id.index()];
     let check = Verifier {
         file,
         computations,
-        instructions,
+        lookup: &lookup,
     };
     check.call_graph_is_acyclic()?;
     check.aliases_exist(header, &computations[entry.index()])?;
@@ -42,10 +43,51 @@ pub(super) fn verify(
     Ok(())
 }
 
+/// The rules of [`verify`] for a deferred body, once it is parsed; `lookup`
+/// finds its instructions and the module's.
+pub(super) fn verify_body<'a>(
+    file: &'a SourceFile,
+    module: &'a Module,
+    comp: &Computation,
+    lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
+) -> Result<(), Error> {
+    let check = Verifier {
+        file,
+        computations: &module.computations,
+        lookup,
+    };
+    if module.header.is_scheduled {
+        check.defined_before_use(comp)?;
+    }
+    check.uses_are_acyclic(comp)?;
+    for &id in &comp.instructions {
+        check.instruction(id)?;
+    }
+    Ok(())
+}
+
+/// The fusion `caller` passes the parsed body `comp` values of its parameters'
+/// shapes and expects its result's (checked here rather than at load, where
+/// the body was not read).
+pub(super) fn verify_caller<'a>(
+    file: &'a SourceFile,
+    module: &'a Module,
+    caller: InstrId,
+    (callee, comp): (CompId, &Computation),
+    lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
+) -> Result<(), Error> {
+    let check = Verifier {
+        file,
+        computations: &module.computations,
+        lookup,
+    };
+    check.signature(caller, (CallRole::Calls, callee), comp)
+}
+
 struct Verifier<'a> {
     file: &'a SourceFile,
     computations: &'a [Computation],
-    instructions: &'a [Instruction],
+    lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
 }
 
 /// How many operands an opcode may have.
@@ -115,9 +157,9 @@ fn arrays_compatible(a: &ArrayShape, b: &ArrayShape) -> bool {
     a.element == b.element && a.dims == b.dims
 }
 
-impl Verifier<'_> {
-    fn instr(&self, id: InstrId) -> &Instruction {
-        &self.instructions[id.index()]
+impl<'a> Verifier<'a> {
+    fn instr(&self, id: InstrId) -> &'a Instruction {
+        (self.lookup)(id)
     }
 
     fn error(&self, id: InstrId, title: String, label: &str) -> Error {
@@ -422,9 +464,25 @@ impl Verifier<'_> {
     /// The values passed to each called computation have its parameters'
     /// shapes, and what comes back has the caller's.
     fn callee_signatures(&self, id: InstrId) -> Result<(), Error> {
-        let instr = self.instr(id);
-        for &(role, callee) in instr.called.iter() {
+        for &(role, callee) in self.instr(id).called.iter() {
             let comp = &self.computations[callee.index()];
+            // A deferred body is checked against its caller when it is read.
+            if comp.deferred.is_none() {
+                self.signature(id, (role, callee), comp)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `id` calls `comp` (computation `callee`) in the role `role`.
+    fn signature(
+        &self,
+        id: InstrId,
+        (role, callee): (CallRole, CompId),
+        comp: &Computation,
+    ) -> Result<(), Error> {
+        let instr = self.instr(id);
+        {
             // (values passed, result expected; None where the callee's result is not the caller's)
             let (passed, result): (Vec<InstrId>, Option<&Shape>) = match (&instr.opcode, role) {
                 (Opcode::Call, CallRole::ToApply | CallRole::Calls)
@@ -443,7 +501,7 @@ impl Verifier<'_> {
                     let arg = instr.operands.get(b + 1).copied();
                     (arg.into_iter().collect(), Some(&*instr.shape))
                 }
-                _ => continue,
+                _ => return Ok(()),
             };
             if comp.parameters.len() != passed.len() {
                 return Err(self.error(

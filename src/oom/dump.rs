@@ -259,7 +259,7 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
         });
     DumpLinks {
         module: module.name.clone(),
-        file: module.path.display().to_string(),
+        file: module.path().display().to_string(),
         memory: model.totals.clone(),
         buffers,
         donation_candidates: crate::findings::donation_candidates(module, model),

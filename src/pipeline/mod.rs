@@ -18,14 +18,25 @@ use crate::{analysis, findings, source, target};
 
 use std::path::{Path, PathBuf};
 
-/// Reads and parses one HLO text file.
+/// Reads and parses one HLO text file, every line (the analysis itself
+/// parses fusion bodies when it reads them: [`hlo::parse_module`]).
 pub fn load_module(path: &Path) -> Result<Module, Error> {
-    hlo::parse_module(read::read_source(path)?)
+    hlo::parse_module_complete(read::read_source(path)?)
 }
 
-/// Parses HLO text already in memory; `path` is used in messages only.
+/// Parses HLO text already in memory, every line; `path` is used in
+/// messages only.
 pub fn parse_text(path: impl Into<PathBuf>, text: impl Into<String>) -> Result<Module, Error> {
-    hlo::parse_module(source::SourceFile::from_text(path, text))
+    hlo::parse_module_complete(source::SourceFile::from_text(path, text))
+}
+
+/// The parser the analysis uses: fusion bodies on demand, or all at load.
+fn parse(file: source::SourceFile, strict: bool) -> Result<Module, Error> {
+    if strict {
+        hlo::parse_module_complete(file)
+    } else {
+        hlo::parse_module(file)
+    }
 }
 
 /// What `analyze_paths` does besides the accounting.
@@ -37,6 +48,9 @@ pub struct AnalyzeOptions {
     pub backend: Option<target::Backend>,
     /// The TPU chip, when the dump does not name it (`target_arguments.txt`).
     pub tpu_version: Option<target::TpuVersion>,
+    /// Parse every line at load ([`hlo::parse_module_complete`]), not
+    /// fusion bodies when the analysis reads them.
+    pub strict: bool,
 }
 
 /// The HLO files to analyze: files as given, and for a folder one file per
@@ -147,8 +161,20 @@ pub fn load_and_model(
     backend: Option<target::Backend>,
     tpu_version: Option<target::TpuVersion>,
 ) -> Result<(Module, analysis::MemoryModel), Error> {
-    let module = load_module(path)?;
-    let target = target_of(&module, path, backend, tpu_version);
+    let options = AnalyzeOptions {
+        backend,
+        tpu_version,
+        ..Default::default()
+    };
+    load_path(path, options)
+}
+
+fn load_path(
+    path: &Path,
+    options: AnalyzeOptions,
+) -> Result<(Module, analysis::MemoryModel), Error> {
+    let module = parse(read::read_source(path)?, options.strict)?;
+    let target = target_of(&module, path, options.backend, options.tpu_version);
     model_of(module, target)
 }
 
@@ -160,6 +186,8 @@ fn model_of(
 ) -> Result<(Module, analysis::MemoryModel), Error> {
     check_sizes(&module, &target)?;
     let model = analysis::analyze(&module, &target);
+    // A fusion body the accounting read but could not parse was empty to it.
+    module.deferred_error()?;
     Ok((module, model))
 }
 
@@ -168,11 +196,10 @@ fn model_of(
 /// `tpu_version` or is assumed.
 fn load_input(
     input: &inputs::Input,
-    backend: Option<target::Backend>,
-    tpu_version: Option<target::TpuVersion>,
+    options: AnalyzeOptions,
 ) -> Result<(Module, analysis::MemoryModel), Error> {
     let Some(bytes) = &input.bytes else {
-        return load_and_model(&input.path, backend, tpu_version);
+        return load_path(&input.path, options);
     };
     if bytes.len() as u64 > source::MAX_FILE_BYTES {
         return Err(Error::TooLarge {
@@ -180,9 +207,9 @@ fn load_input(
             bytes: bytes.len() as u64,
         });
     }
-    let module = hlo::parse_module(read::decode(&input.path, bytes.to_vec())?)?;
-    let target = target::Target::resolve(&module, backend)
-        .with_tpu_version(tpu_version.map(|v| (v, target::ChipSource::User)));
+    let module = parse(read::decode(&input.path, bytes.to_vec())?, options.strict)?;
+    let target = target::Target::resolve(&module, options.backend)
+        .with_tpu_version(options.tpu_version.map(|v| (v, target::ChipSource::User)));
     model_of(module, target)
 }
 
@@ -211,9 +238,12 @@ fn analyze_one(
     if let Some(reason) = &input.unreadable {
         return Err(Error::Usage(reason.clone()));
     }
-    let (module, model) = load_input(input, options.backend, options.tpu_version)?;
+    let (module, model) = load_input(input, options)?;
     let target = &model.target;
     let mut summary = report_module(&module, &model);
+    // A fusion body read on demand that did not parse left the analysis an
+    // empty body: the numbers cannot be shown.
+    module.deferred_error()?;
     if target.chip_source == Some(target::ChipSource::Assumed) {
         summary.notes.push(
             "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
@@ -287,9 +317,8 @@ fn check_sizes(module: &Module, target: &target::Target) -> Result<(), Error> {
     /// More than any backend's alignment of a buffer within its allocation.
     const ALIGNMENT_MARGIN: u64 = 4096;
     let error = |instr: &hlo::Instruction, title: String| {
-        let file = source::SourceFile::from_text(module.path.clone(), module.text.clone());
         Error::at(
-            &file,
+            &module.file,
             instr.span.start as usize..instr.span.end as usize,
             title,
             "this instruction",

@@ -345,15 +345,15 @@ impl ModuleReport {
         ModuleReport {
             name: module.name.clone(),
             key: module
-                .path
+                .path()
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default(),
             notes: Vec::new(),
-            file: module.path.display().to_string(),
+            file: module.path().display().to_string(),
             scheduled: module.header.is_scheduled,
             computations: module.computations.len(),
-            instructions: module.instructions.iter().filter(|i| !i.synthetic).count(),
+            instructions: module.instruction_count(),
             num_partitions: module.header.num_partitions,
             replica_count: module.header.replica_count,
             parameter_shape_bytes: parameters
@@ -453,7 +453,7 @@ fn differences(
             other_not_in_use: other,
         });
     }
-    let instructions = module.instructions.iter().filter(|i| !i.synthetic).count();
+    let instructions = module.instruction_count();
     let steps = model.peak.timeline.len() as u32;
     if steps as usize != instructions {
         out.push(differences::Difference::ScheduleIsNotInstructionCount {

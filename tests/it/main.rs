@@ -4,6 +4,7 @@ mod accelerators;
 mod attacks;
 mod cli;
 mod corpus;
+mod deferred;
 mod errors;
 mod explain;
 mod gate;

@@ -54,6 +54,16 @@ fn fused_computation(module: &Module, id: InstrId) -> Option<CompId> {
 /// its source; an in-place source whose in-place operand is a fused parameter
 /// makes that fusion operand alias the output (`GetFusionInstructionInPlaceInputOutputPairs`).
 fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
+    // Only these roots lead to an in-place op; others need no body.
+    if let Some(k) = module.computations[comp.index()].deferred {
+        let root = module.deferred.root_opcode(module, k);
+        if !matches!(
+            root,
+            Opcode::Tuple | Opcode::Bitcast | Opcode::DynamicUpdateSlice | Opcode::Scatter
+        ) {
+            return Vec::new();
+        }
+    }
     let root = module.comp(comp).root;
     let mut outputs: Vec<(Vec<u64>, InstrId)> = Vec::new();
     let root_instr = module.instr(root);

@@ -39,13 +39,14 @@ pub(super) struct Lowered<'a> {
 pub(super) fn lower_module<'a>(
     file: &'a SourceFile,
     outline: &parse::Outline<'a>,
+    defer: bool,
 ) -> Result<Lowered<'a>, Error> {
     let (name, header) = lower_header(file, outline.header)?;
     let stack_frames = match &outline.stack_tables {
         Some(tables) => lower_stack_tables(file, tables.clone())?,
         None => StackFrameIndex::default(),
     };
-    let (raw, instructions, unresolved) = lower_computations(file, outline)?;
+    let (raw, instructions, unresolved) = lower_computations(file, outline, defer)?;
     Ok(Lowered {
         name,
         header,
@@ -56,14 +57,20 @@ pub(super) fn lower_module<'a>(
     })
 }
 
-/// Lowers every computation's lines on all cores. Instructions go straight into
-/// the module's arena, in file order, and their unresolved names into a parallel
-/// list (a big module would otherwise be held twice while names are resolved).
-/// Errors are returned in file order, as a sequential parse would find them.
+/// Lowers the lines of the computations the accounting always reads, on all
+/// cores: the entry and, round by round, whatever it calls other than through
+/// `fusion` (loop bodies, branches, reducers, async and called computations).
+/// Fusion bodies, and what only they call, are deferred (`super::deferred`):
+/// they get the structural check only, and are parsed when read.
+///
+/// Instructions go straight into the module's arena, in file order, and their
+/// unresolved names into a parallel list (a big module would otherwise be held
+/// twice while names are resolved). Errors are returned in file order.
 #[allow(clippy::type_complexity)]
 fn lower_computations<'a>(
     file: &'a SourceFile,
     outline: &parse::Outline<'a>,
+    defer: bool,
 ) -> Result<
     (
         Vec<RawComputation<'a>>,
@@ -72,57 +79,168 @@ fn lower_computations<'a>(
     ),
     Error,
 > {
-    let lines: Vec<(CompId, Line)> = outline
-        .computations
-        .iter()
-        .enumerate()
-        .flat_map(|(c, comp)| {
-            comp.instructions
-                .iter()
-                .map(move |&line| (CompId(c as u32), line))
-        })
-        .collect();
-    let mut instructions = Vec::new();
-    let mut unresolved = Vec::new();
-    // Lines are independent: an unrolled model keeps most of its instructions
-    // in one computation, so split by line rather than by computation.
-    lines
-        .par_iter()
-        .with_min_len(256)
-        .map_init(
-            HashMap::new,
-            |shapes, &(comp, line)| match lower_instruction(file, line, shapes) {
-                Ok(raw) => raw.split(comp),
-                Err(e) => (placeholder(comp), Err(Box::new(e))),
-            },
-        )
-        .unzip_into_vecs(&mut instructions, &mut unresolved);
-    drop(lines);
     let headers: Vec<_> = outline
         .computations
         .par_iter()
         .map(|c| lower_computation(file, c))
         .collect();
-
-    let mut raw = Vec::with_capacity(headers.len());
-    let mut start = 0;
-    for ((header, close), comp) in headers.into_iter().zip(&outline.computations) {
-        let mut comp_raw = header?;
-        let end = start + comp.instructions.len();
-        if let Some(i) = unresolved[start..end].iter().position(Result::is_err) {
-            let error = unresolved.swap_remove(start + i);
-            return Err(*error.err().expect("position found an error"));
+    let n = headers.len();
+    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (i, (header, _)) in headers.iter().enumerate() {
+        if let Ok(h) = header {
+            by_name.entry(h.name.name).or_insert(i);
         }
-        comp_raw.execution_thread = close?;
-        comp_raw.instructions = start..end;
-        raw.push(comp_raw);
-        start = end;
     }
-    let unresolved = unresolved
-        .into_iter()
-        .map(|u| u.expect("errors returned above"))
+    let entry = headers
+        .iter()
+        .position(|(h, _)| h.as_ref().is_ok_and(|h| h.is_entry))
+        .unwrap_or(n.saturating_sub(1));
+    // Compact `%t#0` operands make resolution add instructions, which a
+    // deferred body has no ids for; a `#` anywhere keeps a body eager.
+    let mut eager: Vec<bool> = outline
+        .computations
+        .iter()
+        .map(|c| !defer || c.instructions.iter().any(|l| l.text.contains('#')))
         .collect();
+    // Fusion bodies, as far as known: called by a fusion's `calls=`, from a
+    // lowered line or (nested fusions) from a deferred body's call attributes.
+    let mut fused = vec![false; n];
+    let mut checks: Vec<Option<Result<DeferredLines<'a>, Error>>> = (0..n).map(|_| None).collect();
+    let mut lowered: Vec<Vec<Lowered1<'a>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut frontier: Vec<usize> = (0..n).filter(|&c| eager[c] || c == entry).collect();
+    for &c in &frontier {
+        eager[c] = true;
+    }
+    loop {
+        let mut next = Vec::new();
+        fn want(eager: &mut [bool], k: usize, next: &mut Vec<usize>) {
+            if !eager[k] {
+                eager[k] = true;
+                next.push(k);
+            }
+        }
+        if !frontier.is_empty() {
+            for (c, (instr, names)) in lower_lines(file, outline, &frontier) {
+                if let Ok(names) = &names {
+                    for &(role, callee) in &names.called {
+                        let Some(&k) = by_name.get(callee.name) else {
+                            continue;
+                        };
+                        if instr.opcode == Opcode::Fusion && role == CallRole::Calls {
+                            fused[k] = true;
+                        } else {
+                            want(&mut eager, k, &mut next);
+                        }
+                    }
+                }
+                lowered[c].push((instr, names));
+            }
+        }
+        // Deferred bodies' own calls: nested fusions stay deferred; reducers
+        // (thread-local, with memory of their own) are lowered.
+        let unchecked: Vec<usize> = (0..n)
+            .filter(|&c| fused[c] && !eager[c] && checks[c].is_none())
+            .collect();
+        let inputs: Vec<(&str, Vec<(u32, u32)>)> = unchecked
+            .iter()
+            .map(|&c| {
+                let name = headers[c].0.as_ref().map_or("", |h| h.name.name);
+                let lines = outline.computations[c]
+                    .instructions
+                    .iter()
+                    .map(|l| (l.offset as u32, l.text.len() as u32))
+                    .collect();
+                (name, lines)
+            })
+            .collect();
+        let results: Vec<_> = inputs
+            .into_par_iter()
+            .map(|(name, lines)| {
+                super::deferred::check_structure(file, name, &lines)
+                    .map(|structure| DeferredLines { lines, structure })
+            })
+            .collect();
+        for (&c, result) in unchecked.iter().zip(results) {
+            if let Ok(d) = &result {
+                for &(role, callee, _) in &d.structure.calls {
+                    let Some(&k) = by_name.get(callee) else {
+                        continue;
+                    };
+                    if role == CallRole::Calls {
+                        fused[k] = true;
+                    } else {
+                        want(&mut eager, k, &mut next);
+                    }
+                }
+            }
+            checks[c] = Some(result);
+        }
+        // Computations nobody calls are lowered, as XLA keeps them.
+        if next.is_empty() && unchecked.is_empty() {
+            (0..n)
+                .filter(|&c| !fused[c])
+                .for_each(|c| want(&mut eager, c, &mut next));
+        }
+        if next.is_empty() && unchecked.is_empty() {
+            break;
+        }
+        frontier = next;
+    }
+
+    let mut instructions = Vec::new();
+    let mut unresolved = Vec::new();
+    let mut raw = Vec::with_capacity(n);
+    let parts = headers.into_iter().zip(lowered).zip(checks).zip(eager);
+    for ((((header, close), lines), check), eager) in parts {
+        let mut comp_raw = header?;
+        let start = instructions.len();
+        for (instr, names) in lines {
+            instructions.push(instr);
+            unresolved.push(names.map_err(|e| *e)?);
+        }
+        comp_raw.deferred = match check {
+            Some(check) if !eager => Some(check?),
+            _ => None,
+        };
+        comp_raw.execution_thread = close?;
+        comp_raw.instructions = start..instructions.len();
+        raw.push(comp_raw);
+    }
     Ok((raw, instructions, unresolved))
+}
+
+/// One lowered line: its IR part and its names (or the line's error).
+type Lowered1<'a> = (Instruction, Result<Unresolved<'a>, Box<Error>>);
+
+/// Lowers the lines of the computations `comps` on all cores. Lines are
+/// independent: an unrolled model keeps most of its instructions in one
+/// computation, so the work is split by line.
+fn lower_lines<'a>(
+    file: &'a SourceFile,
+    outline: &parse::Outline<'a>,
+    comps: &[usize],
+) -> Vec<(usize, Lowered1<'a>)> {
+    let lines: Vec<(usize, Line)> = comps
+        .iter()
+        .flat_map(|&c| {
+            outline.computations[c]
+                .instructions
+                .iter()
+                .map(move |&l| (c, l))
+        })
+        .collect();
+    lines
+        .par_iter()
+        .with_min_len(256)
+        .map_init(HashMap::new, |shapes, &(c, line)| {
+            let comp = CompId(c as u32);
+            let split = match lower_instruction(file, line, shapes) {
+                Ok(raw) => raw.split(comp),
+                Err(e) => (placeholder(comp), Err(Box::new(e))),
+            };
+            (c, split)
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -136,6 +254,33 @@ pub(super) struct RawComputation<'a> {
     /// Its instructions' range in the module's arena.
     pub(super) instructions: std::ops::Range<usize>,
     pub(super) execution_thread: Option<String>,
+    /// Set when its body is deferred: its lines, unlowered.
+    pub(super) deferred: Option<DeferredLines<'a>>,
+}
+
+/// A deferred computation's lines, as `(offset, length)`, and its ROOT line.
+pub(super) struct DeferredLines<'a> {
+    pub(super) lines: Vec<(u32, u32)>,
+    pub(super) structure: super::deferred::Structure<'a>,
+}
+
+impl<'a> RawComputation<'a> {
+    /// A deferred computation as resolution needs it, rebuilt from its shell.
+    pub(super) fn of_shell(file: &'a SourceFile, shell: &Computation) -> RawComputation<'a> {
+        let header = file.text.get(shell.span.range()).unwrap_or("");
+        let at = header.find(shell.name.as_str()).unwrap_or(0);
+        RawComputation {
+            name: Reference {
+                name: header.get(at..at + shell.name.len()).unwrap_or(""),
+                offset: shell.span.start as usize + at.saturating_sub(1),
+            },
+            is_entry: false,
+            span: shell.span,
+            instructions: 0..0,
+            execution_thread: shell.execution_thread.clone(),
+            deferred: None,
+        }
+    }
 }
 
 /// The names an instruction line uses, for `resolve` to turn into indices.
@@ -149,7 +294,7 @@ pub(super) struct Unresolved<'a> {
 
 /// One instruction line as lowered, before it is split into its IR part and
 /// its names.
-struct RawInstruction<'a> {
+pub(super) struct RawInstruction<'a> {
     name: Reference<'a>,
     line: Span,
     pub(super) is_root: bool,
@@ -170,7 +315,10 @@ struct RawInstruction<'a> {
 impl<'a> RawInstruction<'a> {
     /// The IR part (operands and called computations still empty) and the names.
     #[allow(clippy::type_complexity)]
-    fn split(self, computation: CompId) -> (Instruction, Result<Unresolved<'a>, Box<Error>>) {
+    pub(super) fn split(
+        self,
+        computation: CompId,
+    ) -> (Instruction, Result<Unresolved<'a>, Box<Error>>) {
         let instruction = Instruction {
             name: self.name.name.to_string(),
             opcode: self.opcode,
@@ -339,6 +487,7 @@ fn lower_computation_header<'a>(
         ),
         instructions: 0..0,
         execution_thread: None,
+        deferred: None,
     };
     for p in header.into_inner() {
         match p.as_rule() {
@@ -376,7 +525,7 @@ fn lower_computation_close(file: &SourceFile, line: Line) -> Result<Option<Strin
 /// Shapes already lowered, by their text (one table per worker).
 type ShapeCache<'a> = HashMap<&'a str, Arc<Shape>>;
 
-fn lower_instruction<'a>(
+pub(super) fn lower_instruction<'a>(
     file: &'a SourceFile,
     line: Line<'a>,
     shapes: &mut ShapeCache<'a>,
@@ -584,7 +733,7 @@ fn lower_attribute<'a>(
     Ok(())
 }
 
-fn call_role(key: &str) -> CallRole {
+pub(super) fn call_role(key: &str) -> CallRole {
     match key {
         "calls" => CallRole::Calls,
         "to_apply" => CallRole::ToApply,

@@ -1,0 +1,474 @@
+//! Fused computations' bodies, parsed the first time something reads them.
+//!
+//! In an unrolled training step four fifths of the instruction lines are
+//! bodies of fused computations, and the memory accounting reads few of them:
+//! a fusion's body matters where its output may share an operand's buffer, or
+//! where a finding names the op inside (the `add` that still reads a donated
+//! input). So loading a module lowers the entry and its control flow, and keeps
+//! each fusion body (and what only fusion bodies call) as its line offsets.
+//! [`Module::comp`] and [`Module::instr`] parse a body, with the same pest
+//! grammar, resolution and verifier rules as the rest, the first time they are
+//! asked for it; the result is cached.
+//!
+//! The never-lie contract: at load, [`check_structure`] runs over every deferred
+//! line (brackets balance, one `name = ...` per line, names defined once, one
+//! ROOT), so a cut or garbled body is refused even if no analysis reads it. A
+//! body that passes that check but not the grammar is an error once read: the
+//! analysis sees an empty body, and the pipeline refuses the module afterwards
+//! ([`Module::deferred_error`]). `--strict` parses every body at load.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::OnceLock;
+
+use super::ir::*;
+use super::lower;
+use super::opcode::Opcode;
+use super::parse::Line;
+use super::resolve::{resolve_computation, Arena};
+use super::verify;
+use crate::error::Error;
+use crate::source::SourceFile;
+
+/// The deferred bodies of one module.
+pub struct Deferred {
+    /// Every computation of the module by name, for the names a body calls.
+    comp_ids: HashMap<Box<str>, CompId>,
+    /// Ordered by `base`.
+    bodies: Vec<DeferredBody>,
+    lines: usize,
+}
+
+/// One deferred computation: where its lines are, and once read, its body.
+pub(super) struct DeferredBody {
+    comp: CompId,
+    /// The id (without [`InstrId::DEFERRED`]) of its first line.
+    base: u32,
+    /// `(offset, length)` of each instruction line.
+    lines: Box<[(u32, u32)]>,
+    /// The computations its lines call, from the structural check.
+    calls: Box<[(CallRole, CompId)]>,
+    /// The fusion that calls it, known once its caller is resolved.
+    caller: OnceLock<InstrId>,
+    /// The ROOT line's opcode, read alone (see [`Deferred::root_opcode`]).
+    root_opcode: OnceLock<Opcode>,
+    parsed: OnceLock<Parsed>,
+}
+
+struct Parsed {
+    computation: Computation,
+    instructions: Vec<Instruction>,
+    error: Option<Box<Error>>,
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parsed = self.bodies.iter().filter(|b| b.parsed.get().is_some());
+        f.debug_struct("Deferred")
+            .field("bodies", &self.bodies.len())
+            .field("parsed", &parsed.count())
+            .field("lines", &self.lines)
+            .finish()
+    }
+}
+
+impl DeferredBody {
+    pub(super) fn new(
+        comp: CompId,
+        base: u32,
+        lines: Vec<(u32, u32)>,
+        mut calls: Vec<(CallRole, CompId)>,
+    ) -> DeferredBody {
+        calls.sort_by_key(|&(role, c)| (c, role as u8));
+        calls.dedup();
+        DeferredBody {
+            comp,
+            base,
+            lines: lines.into_boxed_slice(),
+            calls: calls.into_boxed_slice(),
+            caller: OnceLock::new(),
+            root_opcode: OnceLock::new(),
+            parsed: OnceLock::new(),
+        }
+    }
+}
+
+impl Deferred {
+    pub(super) fn new(
+        comp_ids: HashMap<Box<str>, CompId>,
+        bodies: Vec<DeferredBody>,
+        callers: Vec<Option<InstrId>>,
+    ) -> Deferred {
+        for (body, caller) in bodies.iter().zip(callers) {
+            if let Some(caller) = caller {
+                let _ = body.caller.set(caller);
+            }
+        }
+        let lines = bodies.iter().map(|b| b.lines.len()).sum();
+        Deferred {
+            comp_ids,
+            bodies,
+            lines,
+        }
+    }
+
+    /// Instruction lines in deferred bodies.
+    pub fn line_count(&self) -> usize {
+        self.lines
+    }
+
+    /// The computations deferred body `k` calls, without parsing it.
+    pub fn calls(&self, k: u32) -> &[(CallRole, CompId)] {
+        &self.bodies[k as usize].calls
+    }
+
+    /// The opcode of deferred computation `comp`'s root, from its ROOT line
+    /// alone (the grammar parses that one line), or from the parsed body.
+    /// Most questions about a fusion stop at its root: an in-place root
+    /// (`dynamic-update-slice`, `scatter`, a tuple of them) is the only kind
+    /// that makes an operand share the fusion's buffer.
+    pub fn root_opcode(&self, module: &Module, k: u32) -> Opcode {
+        let body = &self.bodies[k as usize];
+        if let Some(parsed) = body.parsed.get() {
+            return module.instr(parsed.computation.root).opcode.clone();
+        }
+        body.root_opcode
+            .get_or_init(|| {
+                let root = module.computations[body.comp.index()].root;
+                let (offset, len) =
+                    body.lines[((root.0 & !InstrId::DEFERRED) - body.base) as usize];
+                let (offset, len) = (offset as usize, len as usize);
+                let line = Line {
+                    offset,
+                    text: &module.file.text[offset..offset + len],
+                };
+                match lower::lower_instruction(&module.file, line, &mut HashMap::new()) {
+                    Ok(raw) => raw.split(body.comp).0.opcode,
+                    // The full parse reports the error.
+                    Err(_) => module.instr(root).opcode.clone(),
+                }
+            })
+            .clone()
+    }
+
+    /// How many bodies were read so far, of how many.
+    pub fn parsed_count(&self) -> (usize, usize) {
+        let parsed = self.bodies.iter().filter(|b| b.parsed.get().is_some());
+        (parsed.count(), self.bodies.len())
+    }
+
+    pub(super) fn instr<'m>(&'m self, module: &'m Module, id: InstrId) -> &'m Instruction {
+        let flat = id.0 & !InstrId::DEFERRED;
+        let k = self.bodies.partition_point(|b| b.base <= flat) - 1;
+        let parsed = self.parsed(module, k);
+        &parsed.instructions[(flat - self.bodies[k].base) as usize]
+    }
+
+    pub(super) fn computation<'m>(&'m self, module: &'m Module, k: u32) -> &'m Computation {
+        &self.parsed(module, k as usize).computation
+    }
+
+    pub(super) fn parse_all(&self, module: &Module) -> Result<(), Error> {
+        use rayon::prelude::*;
+        (0..self.bodies.len()).into_par_iter().for_each(|k| {
+            self.parsed(module, k);
+        });
+        Ok(())
+    }
+
+    /// The first error of a body read so far, in file order.
+    pub(super) fn first_error(&self) -> Option<Error> {
+        self.bodies
+            .iter()
+            .filter_map(|b| b.parsed.get()?.error.as_deref())
+            .next()
+            .map(|e| match e {
+                Error::Input(d) => Error::Input(d.clone()),
+                other => Error::Usage(other.to_string()),
+            })
+    }
+
+    fn parsed<'m>(&'m self, module: &'m Module, k: usize) -> &'m Parsed {
+        self.bodies[k].parsed.get_or_init(|| {
+            let body = &self.bodies[k];
+            match self.parse(module, body) {
+                Ok(parsed) => parsed,
+                Err(error) => {
+                    let shell = &module.computations[body.comp.index()];
+                    let placeholders = body.lines.iter().map(|_| lower::placeholder(body.comp));
+                    Parsed {
+                        computation: Computation {
+                            deferred: None,
+                            ..shell.clone()
+                        },
+                        instructions: placeholders.collect(),
+                        error: Some(Box::new(error)),
+                    }
+                }
+            }
+        })
+    }
+
+    /// Lowers, resolves and verifies one body, as loading does for the rest.
+    fn parse(&self, module: &Module, body: &DeferredBody) -> Result<Parsed, Error> {
+        let file = &module.file;
+        let shell = &module.computations[body.comp.index()];
+        let mut shapes = HashMap::new();
+        let mut instructions = Vec::with_capacity(body.lines.len());
+        let mut names = Vec::with_capacity(body.lines.len());
+        for &(offset, len) in body.lines.iter() {
+            let (offset, len) = (offset as usize, len as usize);
+            let line = Line {
+                offset,
+                text: &file.text[offset..offset + len],
+            };
+            let (instruction, unresolved) =
+                lower::lower_instruction(file, line, &mut shapes)?.split(body.comp);
+            instructions.push(instruction);
+            names.push(unresolved.map_err(|e| *e)?);
+        }
+        let comp_id_of = |name: &str| self.comp_ids.get(name).copied();
+        let raw = lower::RawComputation::of_shell(file, shell);
+        let mut arena = Arena {
+            instructions: &mut instructions,
+            id_base: InstrId::DEFERRED | body.base,
+            start: 0,
+        };
+        // Bodies with compact `%t#0` operands are never deferred (see
+        // `lower`), so resolving adds no instruction and ids stay in range.
+        let computation = resolve_computation(
+            file,
+            &comp_id_of,
+            (body.comp, false),
+            raw,
+            names,
+            &mut arena,
+        )?;
+        for (i, instr) in instructions.iter().enumerate() {
+            for &(role, callee) in instr.called.iter() {
+                let nested = module.computations[callee.index()].deferred;
+                if let (CallRole::Calls, Some(n)) = (role, nested) {
+                    if callee == body.comp {
+                        return Err(Error::at(
+                            file,
+                            instr.span.range(),
+                            format!("`%{}` calls its own computation", instr.name),
+                            "a call cycle",
+                        ));
+                    }
+                    let id = InstrId(InstrId::DEFERRED | (body.base + i as u32));
+                    let _ = self.bodies[n as usize].caller.set(id);
+                }
+            }
+        }
+        let mut parsed_calls: Vec<(CallRole, CompId)> = instructions
+            .iter()
+            .flat_map(|i| i.called.iter().copied())
+            .collect();
+        parsed_calls.sort_by_key(|&(role, c)| (c, role as u8));
+        parsed_calls.dedup();
+        if *parsed_calls != *body.calls {
+            return Err(Error::at(
+                file,
+                shell.span.range(),
+                format!(
+                    "the calls in `%{}` read differently by its structure and by the grammar",
+                    shell.name
+                ),
+                "this computation",
+            )
+            .with_note("please report this file: hlomem's two readings of it disagree"));
+        }
+        let lookup = |id: InstrId| -> &Instruction {
+            let flat = id.0 & !InstrId::DEFERRED;
+            if id.is_deferred() && (body.base..body.base + body.lines.len() as u32).contains(&flat)
+            {
+                &instructions[(flat - body.base) as usize]
+            } else {
+                module.instr(id)
+            }
+        };
+        verify::verify_body(file, module, &computation, &lookup)?;
+        if let Some(&caller) = body.caller.get() {
+            verify::verify_caller(file, module, caller, (body.comp, &computation), &lookup)?;
+        }
+        Ok(Parsed {
+            computation,
+            instructions,
+            error: None,
+        })
+    }
+}
+
+/// What the structural check learns of a deferred body without parsing it.
+pub(super) struct Structure<'a> {
+    /// The ROOT line's index.
+    pub(super) root: Option<usize>,
+    /// The computations its lines name in call attributes (`calls=`,
+    /// `to_apply=`, ...), with the offset of each name: which computations are
+    /// fused or thread-local is decided from them (see `analysis::graph`).
+    pub(super) calls: Vec<(CallRole, &'a str, usize)>,
+}
+
+/// The cheap check every deferred line passes at load: brackets balance
+/// outside strings, the line is `[ROOT ]name = ...`, names are defined once,
+/// and there is at most one ROOT. It also collects the computations the body
+/// calls, read from call attributes outside strings and brackets; when the body
+/// is parsed, the grammar's reading must agree (`Deferred::parse` checks).
+pub(super) fn check_structure<'a>(
+    file: &'a SourceFile,
+    comp: &str,
+    lines: &[(u32, u32)],
+) -> Result<Structure<'a>, Error> {
+    let mut names: HashSet<&str> = HashSet::with_capacity(lines.len());
+    let mut structure = Structure {
+        root: None,
+        calls: Vec::new(),
+    };
+    for (i, &(offset, len)) in lines.iter().enumerate() {
+        let (offset, len) = (offset as usize, len as usize);
+        let text = &file.text[offset..offset + len];
+        let indent = text.len() - text.trim_start().len();
+        let mut rest = &text[indent..];
+        let mut at = offset + indent;
+        if let Some(after) = rest.strip_prefix("ROOT ") {
+            if structure.root.is_some() {
+                return Err(Error::at(
+                    file,
+                    at..at + 4,
+                    format!("computation `%{comp}` has two ROOTs"),
+                    "second ROOT",
+                ));
+            }
+            structure.root = Some(i);
+            at += 5;
+            rest = after;
+        }
+        let name_len = rest.find(|c: char| !is_name_char(c)).unwrap_or(rest.len());
+        let name = rest[..name_len].trim_start_matches('%');
+        if name.is_empty() || !rest[name_len..].starts_with(" = ") {
+            return Err(Error::at(
+                file,
+                at..at + name_len.max(1),
+                "expected an instruction: `name = shape opcode(operands)`",
+                "not an instruction",
+            ));
+        }
+        if !names.insert(name) {
+            return Err(Error::at(
+                file,
+                at..at + name_len,
+                format!("instruction `%{name}` is defined twice"),
+                "second definition",
+            ));
+        }
+        if let Some((at_byte, what)) = scan_line(text, offset, &mut structure.calls) {
+            return Err(Error::at(
+                file,
+                offset + at_byte..offset + at_byte + 1,
+                format!("brackets do not balance: {what}"),
+                "here",
+            )
+            .with_note("the line was probably cut or edited"));
+        }
+    }
+    Ok(structure)
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '%' | '_' | '.' | '-')
+}
+
+/// The attributes that name computations, as the grammar's `called_attr` and
+/// `called_list_attr` read them.
+const CALL_KEYS: [&str; 10] = [
+    "calls",
+    "to_apply",
+    "condition",
+    "body",
+    "select",
+    "scatter",
+    "called_computations",
+    "branch_computations",
+    "true_computation",
+    "false_computation",
+];
+
+/// Walks a line outside strings: collects the computation names of call
+/// attributes (at the attribute list's depth), and says where brackets first
+/// fail to balance.
+fn scan_line<'a>(
+    text: &'a str,
+    offset: usize,
+    calls: &mut Vec<(CallRole, &'a str, usize)>,
+) -> Option<(usize, &'static str)> {
+    let mut stack: Vec<u8> = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, b) in text.bytes().enumerate() {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'(' | b'[' | b'{' => stack.push(b),
+            b')' | b']' | b'}' => {
+                let open = match b {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                if stack.pop() != Some(open) {
+                    return Some((i, "a closing bracket without its opening one"));
+                }
+            }
+            b'=' if stack.is_empty() => call_attribute(text, i, offset, calls),
+            _ => {}
+        }
+    }
+    if in_string {
+        return Some((text.len().saturating_sub(1), "a string is not closed"));
+    }
+    (!stack.is_empty()).then(|| (text.len().saturating_sub(1), "a bracket is not closed"))
+}
+
+/// At the `=` at `eq`: if the key before it names computations, the names
+/// after it (`%c` or `{%a, %b}`).
+fn call_attribute<'a>(
+    text: &'a str,
+    eq: usize,
+    offset: usize,
+    calls: &mut Vec<(CallRole, &'a str, usize)>,
+) {
+    let key_start = text[..eq]
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .map_or(0, |k| k + 1);
+    let key = &text[key_start..eq];
+    if !CALL_KEYS.contains(&key) {
+        return;
+    }
+    let role = super::lower::call_role(key);
+    let value = &text[eq + 1..];
+    let (names, mut pos) = match value.strip_prefix('{') {
+        Some(list) => (&list[..list.find('}').unwrap_or(list.len())], eq + 2),
+        None => (value, eq + 1),
+    };
+    for part in names.split(',') {
+        let token = part.trim_start();
+        let len = token
+            .find(|c: char| !is_name_char(c))
+            .unwrap_or(token.len());
+        let name = token[..len].trim_start_matches('%');
+        if !name.is_empty() {
+            calls.push((role, name, offset + pos + part.len() - token.len()));
+        }
+        pos += part.len() + 1;
+        if !value.starts_with('{') {
+            break;
+        }
+    }
+}

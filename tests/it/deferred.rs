@@ -1,0 +1,211 @@
+//! Fusion bodies are parsed when the analysis reads them (`hlo::deferred`).
+//! What must hold: a broken body is never behind a number. Structural damage
+//! is refused at load even in a body nothing reads; damage only the grammar
+//! sees is refused when the body is read, and always with `--strict`; the
+//! numbers with and without `--strict` are the same.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::sample_modules;
+
+fn analyze(path: &Path, strict: bool) -> hlomem::Report {
+    hlomem::analyze_paths(
+        &[path.to_path_buf()],
+        hlomem::AnalyzeOptions {
+            strict,
+            ..Default::default()
+        },
+    )
+}
+
+/// The fused computations of a module: `(header line index, body line indices)`.
+fn fused_bodies(text: &str) -> Vec<(usize, Vec<usize>)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let fused: Vec<String> = lines
+        .iter()
+        .filter(|l| l.contains(" fusion("))
+        .filter_map(|l| {
+            let at = l.find("calls=%")? + "calls=%".len();
+            let name: String = l[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || "_.-".contains(*c))
+                .collect();
+            Some(name)
+        })
+        .collect();
+    let mut bodies = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(name) = line.strip_prefix('%').and_then(|l| l.split(' ').next()) else {
+            continue;
+        };
+        if !fused.iter().any(|f| f == name) {
+            continue;
+        }
+        let body: Vec<usize> = (i + 1..lines.len())
+            .take_while(|&k| lines[k] != "}")
+            .collect();
+        bodies.push((i, body));
+    }
+    bodies
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn replace_line(text: &str, index: usize, new: &str) -> String {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[index] = new;
+    lines.join("\n") + "\n"
+}
+
+fn error_line(report: &hlomem::Report) -> Option<usize> {
+    let error = report.errors.first()?;
+    Some(error.error.location().map(|(_, line, _)| line).unwrap_or(0))
+}
+
+/// Every fusion body of a real sample in turn gets an operand that does not
+/// exist (the grammar and name resolution see it, the structural check does
+/// not). By default the module is refused at that line or, when no analysis
+/// reads the body, its numbers are exactly the intact module's; `--strict`
+/// always refuses it at that line.
+#[test]
+fn a_body_only_the_grammar_refuses_is_never_behind_a_number() {
+    let sample = sample_modules()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("mlp_train_nodonate"))
+        .expect("the mlp_train_nodonate sample");
+    let text = std::fs::read_to_string(&sample).unwrap();
+    let intact = analyze(&sample, false);
+    assert!(intact.errors.is_empty(), "{:?}", intact.errors);
+    let total = intact.modules[0].memory.total_bytes;
+    let dir = tempfile::tempdir().unwrap();
+    let bodies = fused_bodies(&text);
+    assert!(bodies.len() >= 10, "only {} fusion bodies", bodies.len());
+    let (mut refused, mut unread) = (0, 0);
+    for (_, body) in &bodies {
+        let target = *body.last().unwrap();
+        let line = text.lines().nth(target).unwrap();
+        let Some(open) = line.find("(%") else {
+            continue;
+        };
+        let broken = format!("{}(%no_such_value, {}", &line[..open], &line[open + 1..]);
+        let path = write(
+            dir.path(),
+            "m_cpu_after_optimizations.txt",
+            &replace_line(&text, target, &broken),
+        );
+        let lazy = analyze(&path, false);
+        match error_line(&lazy) {
+            Some(line) => {
+                assert_eq!(line, target + 1, "{broken}");
+                refused += 1;
+            }
+            None => {
+                assert_eq!(lazy.modules[0].memory.total_bytes, total, "{broken}");
+                unread += 1;
+            }
+        }
+        let strict = analyze(&path, true);
+        assert_eq!(error_line(&strict), Some(target + 1), "--strict: {broken}");
+    }
+    // Both cases occur in this module: the test exercises each.
+    assert!(
+        refused > 0 && unread > 0,
+        "refused {refused}, unread {unread}"
+    );
+}
+
+/// Damage the structural check sees is refused at load, in any body, with the
+/// line: a cut line, a name defined twice, two ROOTs, a call to a
+/// computation that does not exist.
+#[test]
+fn structural_damage_in_any_body_is_refused_at_load() {
+    let sample = sample_modules()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("mlp_train_nodonate"))
+        .unwrap();
+    let text = std::fs::read_to_string(&sample).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for (_, body) in fused_bodies(&text) {
+        let (first, last) = (body[0], *body.last().unwrap());
+        let first_line = text.lines().nth(first).unwrap();
+        let last_line = text.lines().nth(last).unwrap();
+        let cut = &first_line[..first_line.len() / 2 + 3];
+        let cases = [
+            (first, cut.to_string(), "do not balance"),
+            (last, first_line.replacen(" ROOT", "", 1), "defined twice"),
+            (
+                first,
+                format!("  ROOT {}", first_line.trim_start()),
+                "two ROOTs",
+            ),
+        ];
+        for (index, new, expected) in cases {
+            if body.len() < 2 && expected != "do not balance" {
+                continue;
+            }
+            let path = write(
+                dir.path(),
+                "m_cpu_after_optimizations.txt",
+                &replace_line(&text, index, &new),
+            );
+            let report = analyze(&path, false);
+            let error = report
+                .errors
+                .first()
+                .unwrap_or_else(|| panic!("not refused: {new}"));
+            let message = error.error.to_string();
+            assert!(message.contains(expected), "{new}: {message}");
+            let (_, line, _) = error.error.location().expect("a position");
+            assert!(
+                line == index + 1 || line == last + 1 || line == first + 1,
+                "{new}: line {line}"
+            );
+        }
+        // `to_apply=` names a computation that does not exist.
+        if last_line.contains("to_apply=%") {
+            let new = last_line.replacen("to_apply=%", "to_apply=%missing_", 1);
+            let path = write(
+                dir.path(),
+                "m_cpu_after_optimizations.txt",
+                &replace_line(&text, last, &new),
+            );
+            let report = analyze(&path, false);
+            let message = report.errors.first().expect("refused").error.to_string();
+            assert!(message.contains("unknown computation"), "{message}");
+        }
+    }
+}
+
+/// The numbers are the same whether bodies are parsed when read or all at
+/// load, on every sample (each also checked against XLA's own by `samples`).
+#[test]
+fn strict_and_default_give_the_same_numbers() {
+    for path in sample_modules() {
+        let (lazy, strict) = (analyze(&path, false), analyze(&path, true));
+        assert!(lazy.errors.is_empty() && strict.errors.is_empty());
+        let (a, b) = (&lazy.modules[0], &strict.modules[0]);
+        assert_eq!(
+            a.memory.total_bytes,
+            b.memory.total_bytes,
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            a.memory.temp_bytes,
+            b.memory.temp_bytes,
+            "{}",
+            path.display()
+        );
+        assert_eq!(a.instructions, b.instructions, "{}", path.display());
+        assert_eq!(
+            serde_json::to_value(&a.findings).unwrap(),
+            serde_json::to_value(&b.findings).unwrap(),
+            "{}",
+            path.display()
+        );
+    }
+}
