@@ -7,7 +7,8 @@
 //!    counter, not the logical time, is the time axis of the packing.
 //! 2. Pack the groups (a value plus the values that shared its chunk) best-fit,
 //!    once biggest-first ("spatial") and once longest-first ("temporal"), and
-//!    keep the smaller heap.
+//!    keep the smaller heap; or, where the target says so (TPU HBM, see
+//!    [`Target::heap_order`]), once in the order the groups start.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,7 +16,7 @@ use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::liveness::LiveRange;
 use super::sharing;
 use crate::hlo::{Module, Opcode};
-use crate::target::Target;
+use crate::target::{HeapOrder, Target};
 
 /// Where one value ended up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,15 +193,20 @@ pub fn simulate(
         })
         .collect();
 
-    // XLA tries both orders and keeps the smaller heap; they are independent.
-    let (spatial, temporal) = rayon::join(
-        || pack(&groups, alignment, Order::Spatial),
-        || pack(&groups, alignment, Order::Temporal),
-    );
-    let (heap_size, offsets) = if temporal.0 < spatial.0 {
-        temporal
-    } else {
-        spatial
+    let (heap_size, offsets) = match target.heap_order(color) {
+        HeapOrder::StartTime => pack(&groups, alignment, Order::Start),
+        HeapOrder::BestOfSizeAndTime => {
+            // XLA tries both orders and keeps the smaller heap; they are independent.
+            let (spatial, temporal) = rayon::join(
+                || pack(&groups, alignment, Order::Spatial),
+                || pack(&groups, alignment, Order::Temporal),
+            );
+            if temporal.0 < spatial.0 {
+                temporal
+            } else {
+                spatial
+            }
+        }
     };
     let mut chunks = Vec::with_capacity(values.len());
     for (g, group) in groups.iter().enumerate() {
@@ -270,6 +276,8 @@ fn dying_operand(
 enum Order {
     Spatial,
     Temporal,
+    /// By the leader's start: in event time no two groups start together.
+    Start,
 }
 
 /// Best-fit packing in the given order; returns the heap size and each group's offset.
@@ -295,6 +303,7 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
                 id(x),
             )
         }),
+        Order::Start => sorted.sort_by_key(|&g| (groups[g].own.0, id(&groups[g]))),
     }
     let align = |x: u64| {
         if alignment <= 1 {

@@ -83,17 +83,7 @@ fn chip(truth: &serde_json::Value) -> Option<TpuVersion> {
 
 /// Modules whose numbers differ from XLA's, each with the reason. The test
 /// fails if one of them starts to agree, so the list stays true.
-const KNOWN_MISSES: &[(&str, &str)] = &[
-    (
-        "tpu-v5e/tf_donate",
-        "XLA's HBM heap is 98,304 bytes larger than hlomem's packing of the same buffers (the 451 \
-         tuple tables and every live range agree; the packing order differs)",
-    ),
-    (
-        "tpu-v5e/tf_remat_donate",
-        "the same: XLA's HBM heap is 8.3 MiB larger than hlomem's packing",
-    ),
-];
+const KNOWN_MISSES: &[(&str, &str)] = &[];
 
 fn known_miss(name: &str) -> bool {
     KNOWN_MISSES
