@@ -22,6 +22,7 @@ process's ``sys.path``).
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import math
 import os
@@ -30,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -269,7 +271,9 @@ def _dumps(request: dict[str, Any]) -> bytes:
         cloudpickle = None
     try:
         if cloudpickle is not None:
-            return bytes(cloudpickle.dumps(request))
+            buffer = io.BytesIO()
+            _pickler(cloudpickle)(buffer).dump(request)
+            return buffer.getvalue()
         if getattr(request["fn"], "__module__", None) == "__main__":
             # pickle names the function; a child's __main__ is not the caller's.
             raise pickle.PicklingError("a function of __main__ cannot be imported by a child")
@@ -280,6 +284,28 @@ def _dumps(request: dict[str, Any]) -> bytes:
             "Install cloudpickle (the hlomem[tpu] and hlomem[cuda12] extras do), or define the "
             "function at the top level of an importable module."
         ) from e
+
+
+def _pickler(cloudpickle: Any) -> Any:
+    """cloudpickle's Pickler, keeping the file name of the code it sends by
+    value (cloudpickle writes ``<dynamic-code>``): XLA's stack frames, and
+    so hlomem's source lines, name the caller's file, not ``<dynamic-code>``."""
+    reduce_code = getattr(getattr(cloudpickle, "cloudpickle", None), "_code_reduce", None)
+
+    class Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # untyped
+        def reducer_override(self, obj: Any) -> Any:
+            if reduce_code is not None and type(obj) is types.CodeType:
+                make, args = reduce_code(obj)
+                return _named_code, (make, args, obj.co_filename)
+            return super().reducer_override(obj)
+
+    return Pickler
+
+
+def _named_code(make: Any, args: Any, filename: str) -> types.CodeType:
+    """A code object cloudpickle sent, with its own file name back (in the child)."""
+    code: types.CodeType = make(*args)
+    return code.replace(co_filename=filename)
 
 
 def _child_env(dump: Path) -> dict[str, str]:
@@ -337,7 +363,8 @@ def _compile_error(target: Target, fn_name: str, message: str, dump: Path) -> Ex
             "(print(e.report) shows what holds its peak):\n" + str(check).strip()
         )
     if explanation is not None:
-        parts.append(str(explanation).strip())
+        # Its dump folder is gone with the compile: the file's name says enough.
+        parts.append(str(explanation).strip().replace(f"{dump}{os.sep}", ""))
     # The compiler's own words last.
     parts.append(f"The compiler said: {message.strip()}")
     return OutOfBudget(

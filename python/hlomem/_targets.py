@@ -8,8 +8,10 @@ or is the path of a GPU target config of your own (``"l40s.txtpb"``, or
 :func:`gpu_target` to set its memory or name). Each knows one device's
 memory and what is usable of it:
 
-- TPU: the chip's HBM. (libtpu itself keeps a little back: a v5e compile is
-  refused above 15.75G; that refusal is raised by :func:`compile_for`.)
+- TPU: the chip's HBM, of which libtpu lets a program use a little less (a
+  v5e's 16 GiB: 15.75 GiB; it refuses a larger program while compiling,
+  which :func:`compile_for` raises). On v4 the deviceless topology's
+  devices are TensorCores, each with half the chip's HBM.
 - GPU: the config's ``device_memory_size`` (what the driver reports, a
   little under the marketed size: an H100's is 79.1 GiB), of which JAX's
   allocator takes ``XLA_PYTHON_CLIENT_MEM_FRACTION`` (0.75 unless set), so
@@ -46,16 +48,22 @@ _GPU_TOPOLOGY = re.compile(r"\d+x\d+x\d+")
 
 @dataclass(frozen=True)
 class _Tpu:
-    hbm_gib: int
+    device: str
+    hbm_gib: int  # one device's
+    available_gib: float  # what libtpu lets a program use of it
     default_topology: str  # one libtpu accepts (``v5e:1x1`` is refused)
 
 
-# HBM per chip, from each generation's public specification.
+# One device's HBM, and what libtpu 0.0.42 compiles a program into: the
+# "available HBM" of its refusals ("... exceeds available HBM (15.75G)",
+# G meaning GiB), seen compiling a too-large program for each topology. The
+# deviceless v4 topology has a device per TensorCore (8 on 2x2x1), each
+# with half the chip's 32 GiB; the others one per chip.
 _TPUS: dict[str, _Tpu] = {
-    "v5e": _Tpu(16, "2x2"),
-    "v6e": _Tpu(32, "2x2"),
-    "v5p": _Tpu(95, "2x2x1"),
-    "v4": _Tpu(32, "2x2x1"),
+    "v5e": _Tpu("v5e chip", 16, 15.75, "2x2"),
+    "v6e": _Tpu("v6e chip", 32, 31.25, "2x2"),
+    "v5p": _Tpu("v5p chip", 96, 95.74, "2x2x1"),
+    "v4": _Tpu("v4 TensorCore", 16, 15.25, "2x2x1"),
 }
 
 #: The GPU targets shipped in ``targets/`` (XLA's own target configs; see
@@ -106,7 +114,7 @@ class Target:
     #: What a program may use of it, in bytes: the default budget of
     #: :func:`hlomem.assert_fits`.
     usable_bytes: int
-    #: Why ``usable_bytes`` is less than ``memory_bytes``, or ``""``.
+    #: Why ``usable_bytes`` is less than ``memory_bytes``, and how much it is.
     usable_note: str
     #: The topology handed to ``jax.experimental.topologies.get_topology_desc``.
     topology: str
@@ -166,10 +174,10 @@ def resolve_target(target: TargetArg) -> Target:
         return Target(
             name=f"tpu-{generation}:{topology}",
             platform="tpu",
-            device=f"{generation} chip",
+            device=tpu.device,
             memory_bytes=tpu.hbm_gib * _GIB,
-            usable_bytes=tpu.hbm_gib * _GIB,
-            usable_note="",
+            usable_bytes=int(tpu.available_gib * _GIB),
+            usable_note=f"libtpu lets a program use {tpu.available_gib:g} GiB of it",
             topology=f"{generation}:{topology}",
             extra="tpu",
             backend_module="libtpu",
@@ -241,13 +249,16 @@ def gpu_target(
         device = described.group(1).removeprefix("NVIDIA ") if described else path.stem
     fraction = _gpu_fraction()
     topology = topology or _DEFAULT_GPU_TOPOLOGY
+    usable = int(memory * fraction)
     return Target(
         name=name or path.stem,
         platform="cuda",
         device=device,
         memory_bytes=memory,
-        usable_bytes=int(memory * fraction),
-        usable_note=f"JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION={fraction:g} of it",
+        usable_bytes=usable,
+        usable_note=(
+            f"JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION={fraction:g} of it: {gib(usable)}"
+        ),
         topology=topology,
         extra="cuda12",
         backend_module="jax_cuda12_plugin",

@@ -67,5 +67,5 @@ class Verdict:
                 f"{t.article} {t.device} has {gib(t.memory_bytes)}"
             )
         if t.usable_note:
-            text += f" ({t.usable_note}: {gib(t.usable_bytes)})"
+            text += f" ({t.usable_note})"
         return text

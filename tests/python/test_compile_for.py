@@ -91,9 +91,9 @@ def test_tpu_v5e_mlp_step_equals_a_direct_compile(tmp_path: Path) -> None:
     verdict = hlomem.fits(compiled)
     assert verdict.fits
     assert str(verdict).startswith("fits on one v5e chip with ")
-    assert str(verdict).endswith("(XLA's buffer assignment: the same)")
-    result = hlomem.assert_fits(compiled)  # the budget: a v5e chip's 16 GiB
-    assert result.passed and result.budget_bytes == 16 * GIB
+    assert "needs 2.2 MiB (XLA's buffer assignment: the same)" in str(verdict)
+    result = hlomem.assert_fits(compiled)  # the budget: what libtpu lets a program use
+    assert result.passed and result.budget_bytes == int(15.75 * GIB)
     with pytest.raises(hlomem.OutOfBudget) as caught:
         hlomem.assert_fits(compiled, budget="1MiB")
     assert caught.value.verdict is None  # a budget of one's own: no target verdict
@@ -106,8 +106,13 @@ def test_tpu_refusal_is_out_of_budget_with_the_dumped_module(tmp_path: Path) -> 
     error = caught.value
     reference = direct(tmp_path, "too_big", "tpu", "v5e:2x2")
     assert "error" in reference  # the direct compile is refused too
-    said = re.search(r"HLO temporaries \(([\d.]+)G\)", reference["error"])
+    said = re.search(
+        r"HLO temporaries \(([\d.]+)G\) exceeds available HBM \(([\d.]+)G\)", reference["error"]
+    )
     assert said is not None
+    # The target's usable memory is what libtpu said is available.
+    assert error.verdict is not None
+    assert error.verdict.target.usable_bytes == int(float(said.group(2)) * GIB)
     # XLA dumped the module before refusing: hlomem's analysis of it has
     # XLA's own HBM total for it, and the refusal's figure (a lower bound).
     assert error.report is not None
@@ -125,7 +130,11 @@ def test_tpu_refusal_is_out_of_budget_with_the_dumped_module(tmp_path: Path) -> 
         "tpu-v5e:2x2's compiler refused too_big for memory: it needs at least 19.4 GiB"
     )
     assert "hlomem's check of the module XLA wrote before refusing" in message
-    assert str(error.explanation).strip() in message
+    # The explanation, but for the dump folder's path: it went with the compile.
+    explained = str(error.explanation).strip()
+    assert "/hlomem-compile-" in explained and "/hlomem-compile-" not in message
+    assert explained.splitlines()[0] in message
+    assert explained[explained.index("What to try") :] in message
     assert message.rstrip().endswith("exceeds available HBM (15.75G).")
 
 
@@ -266,9 +275,14 @@ def test_missing_extra_names_the_extra() -> None:
 
 def test_verdicts_in_words() -> None:
     v5e = resolve_target("tpu-v5e")
-    assert str(hlomem.Verdict(v5e, 97 * GIB)) == "needs 97 GiB of HBM, a v5e chip has 16 GiB"
-    assert str(hlomem.Verdict(v5e, 19 * GIB, 19 * GIB, at_least=True)) == (
+    assert str(hlomem.Verdict(v5e, 97 * GIB)) == (
+        "needs 97 GiB of HBM, a v5e chip has 16 GiB (libtpu lets a program use 15.75 GiB of it)"
+    )
+    assert str(hlomem.Verdict(v5e, 19 * GIB, 19 * GIB, at_least=True)).startswith(
         "needs at least 19 GiB (XLA's buffer assignment: the same) of HBM, a v5e chip has 16 GiB"
+    )
+    assert str(hlomem.Verdict(v5e, 15 * GIB)).startswith(
+        "fits on one v5e chip with 768 MiB to spare"
     )
     h100 = resolve_target("h100")
     assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.1 GiB
