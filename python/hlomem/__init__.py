@@ -307,9 +307,11 @@ def assert_fits(
 def fits(compiled: DevicelessCompiled) -> Verdict:
     """Whether a program from :func:`compile_for` fits on one device of its
     target: ``str(hlomem.fits(c))`` is ``"fits on one H100 with 11.3 GiB to
-    spare (...)"`` or ``"needs 97 GiB of HBM, a v5e chip has 16 GiB"``;
-    ``bool()`` of it and ``.fits`` say the same as data. What it needs is the
-    device memory ``hlomem check`` compares with a budget (per device)."""
+    spare: needs 48 GiB (XLA's buffer assignment: the same) (...)"`` or
+    ``"needs 97 GiB of HBM, a v5e chip has 16 GiB (...)"``; ``bool()`` of it
+    and ``.fits`` say the same as data. What it needs is the device memory
+    ``hlomem check`` compares with a budget (per device); ``.xla_bytes`` is
+    XLA's own figure for it, from the compile's buffer assignment report."""
     if not isinstance(compiled, DevicelessCompiled):
         raise TypeError(
             "fits() needs a program from hlomem.compile_for (it knows its target); "

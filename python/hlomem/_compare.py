@@ -80,8 +80,8 @@ class Comparison:
         width = max((len(v.target.name) for v in self.verdicts), default=0)
         lines = [f"{head} (compiled here, no device needed):"]
         for verdict in self.verdicts:
-            refused = " (its compiler refused it)" if verdict.at_least else ""
-            lines.append(f"  {verdict.target.name:<{width}}  {verdict}{refused}")
+            refused = "refused by its compiler: " if verdict.at_least else ""
+            lines.append(f"  {verdict.target.name:<{width}}  {refused}{verdict}")
         return "\n".join(lines)
 
 

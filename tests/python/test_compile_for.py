@@ -168,7 +168,7 @@ def test_compare_targets_after_a_refusal(tmp_path: Path) -> None:
         "(its message says); "
         "on other targets (compiled here, no device needed):"
     )
-    assert text[1].endswith("(its compiler refused it)")
+    assert text[1].startswith("  tpu-v5e:2x2    refused by its compiler: needs at least 19.4 GiB")
     assert text[2].startswith("  tpu-v5p:2x2x1  fits on one v5p chip with ")
 
     # explain(also_on=...) is the same comparison, after the explanation.
