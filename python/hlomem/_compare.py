@@ -112,8 +112,8 @@ def compare_targets(
     Raises :class:`BackendNotInstalled` before compiling anything when a
     target's compiler is not installed.
     """
-    from . import OutOfBudget, explain
-    from ._deviceless import _require_backend, compile_for
+    from . import OutOfBudget, explain, fits
+    from ._deviceless import _needs_from, _require_backend, compile_for
 
     if isinstance(targets, (str, bytes)):
         raise TypeError("targets is a list of targets: targets=['tpu-v5e:2x2', 'h100']")
@@ -126,8 +126,6 @@ def compare_targets(
     verdicts: list[Verdict] = []
     compiled: dict[str, DevicelessCompiled] = {}
     refusals: dict[str, OutOfBudget] = {}
-    from . import fits
-
     for target in resolved:
         try:
             program = compile_for(fn, *args, target=target, progress=progress, **compile_kwargs)
@@ -139,11 +137,7 @@ def compare_targets(
             continue
         compiled[target.name] = program
         verdicts.append(fits(program))
-    needs = None
-    if explanation is not None:
-        from ._deviceless import _needs_from
-
-        needs = _needs_from(explanation)
+    needs = _needs_from(explanation) if explanation is not None else None
     return Comparison(
         getattr(fn, "__name__", type(fn).__name__),
         tuple(verdicts),
