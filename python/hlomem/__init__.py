@@ -13,8 +13,9 @@
 
     # For a device this machine does not have (a child process compiles):
     tpu = hlomem.compile_for(train_step, state, batch, target="tpu-v5e:2x2")
-    print(hlomem.fits(tpu))   # "fits on one v5e chip with 12.4 GiB to spare"
+    print(hlomem.fits(tpu))   # "fits on one v5e chip with 12.4 GiB to spare: ..."
     hlomem.assert_fits(tpu)   # budget: the target's usable memory
+    print(hlomem.compare_targets(train_step, state, batch, targets=["tpu-v5e", "h100"]))
 
 The analysis is the ``hlomem`` command's (installed with this package): these
 functions run it and read its JSON, whose fields the report objects expose as
@@ -26,15 +27,15 @@ from __future__ import annotations
 import json
 import os
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, Union, overload
 
 from ._binary import BinaryNotFound, HlomemError, failure, find_binary, run
+from ._compare import Comparison, compare_targets
 from ._deviceless import (
     BackendNotInstalled,
     DevicelessCompiled,
     MemoryAnalysis,
-    Verdict,
     compile_for,
 )
 from ._json import JsonObject
@@ -51,7 +52,9 @@ from ._model import (
     Source,
     SpaceBytes,
 )
-from ._targets import Target
+from ._targets import GPU_TARGETS, TARGET_NAMES, Target, TargetArg, gpu_target
+from ._verdict import Verdict
+from ._xla_dump import XlaTotals
 
 
 def _version() -> str:
@@ -66,11 +69,14 @@ def _version() -> str:
 __version__ = _version()
 
 __all__ = [
+    "GPU_TARGETS",
+    "TARGET_NAMES",
     "Advice",
     "BackendNotInstalled",
     "BinaryNotFound",
     "CheckResult",
     "CheckedModule",
+    "Comparison",
     "DevicelessCompiled",
     "Diagnosis",
     "Explanation",
@@ -85,14 +91,18 @@ __all__ = [
     "Report",
     "SpaceBytes",
     "Target",
+    "TargetArg",
     "Verdict",
+    "XlaTotals",
     "__version__",
     "analyze",
     "assert_fits",
+    "compare_targets",
     "compile_for",
     "explain",
     "find_binary",
     "fits",
+    "gpu_target",
 ]
 
 
@@ -114,10 +124,14 @@ class OutOfBudget(AssertionError):
 
     Raised by :func:`assert_fits` when a module needs more memory than the
     budget, or has a finding named in ``fail_on``: the message is hlomem's
-    short text report, :attr:`result` the same as data. Raised by
-    :func:`compile_for` when the target's compiler refused the program for
-    memory: :attr:`result` is ``None`` and :attr:`explanation` is hlomem's
-    explanation of the compiler's message (the message's text form).
+    short text report, :attr:`result` the same as data.
+
+    Raised by :func:`compile_for` when the target's compiler refused the
+    program for memory: the message starts with :attr:`verdict` (what the
+    program needs at least), then hlomem's check of the module XLA wrote
+    before refusing (:attr:`result`; :attr:`report` is its full analysis;
+    both ``None`` when XLA wrote none) and :attr:`explanation`, hlomem's
+    explanation of the compiler's message, whose own words end it.
     """
 
     def __init__(
@@ -125,10 +139,16 @@ class OutOfBudget(AssertionError):
         message: str,
         result: CheckResult | None,
         explanation: Explanation | None = None,
+        report: Report | None = None,
+        verdict: Verdict | None = None,
     ) -> None:
         super().__init__(message)
         self.result = result
         self.explanation = explanation
+        #: compile_for: hlomem's analysis of the module the compiler refused.
+        self.report = report
+        #: compile_for: the target, and what the program needs there at least.
+        self.verdict = verdict
 
 
 class HlomemWarning(UserWarning):
@@ -276,43 +296,87 @@ def assert_fits(
     result = CheckResult(_parse_json(process), source)
     if process.returncode == 1:
         message = str(result).rstrip()
-        if target is not None and result.modules:
-            message = f"{Verdict(target, result.modules[0].bytes)}\n{message}"
-        raise OutOfBudget(message, result)
+        verdict = None
+        if target is not None and isinstance(x, DevicelessCompiled) and result.modules:
+            verdict = _verdict(x, result)
+            message = f"{verdict}\n{message}"
+        raise OutOfBudget(message, result, verdict=verdict)
     return result
 
 
 def fits(compiled: DevicelessCompiled) -> Verdict:
     """Whether a program from :func:`compile_for` fits on one device of its
     target: ``str(hlomem.fits(c))`` is ``"fits on one H100 with 11.3 GiB to
-    spare (...)"`` or ``"needs 97 GiB of HBM, a v5e chip has 16 GiB"``;
-    ``bool()`` of it and ``.fits`` say the same as data. What it needs is the
-    device memory ``hlomem check`` compares with a budget (per device)."""
+    spare: needs 48 GiB (XLA's buffer assignment: the same) (...)"`` or
+    ``"needs 97 GiB of HBM, a v5e chip has 16 GiB (...)"``; ``bool()`` of it
+    and ``.fits`` say the same as data. What it needs is the device memory
+    ``hlomem check`` compares with a budget (per device); ``.xla_bytes`` is
+    XLA's own figure for it, from the compile's buffer assignment report."""
     if not isinstance(compiled, DevicelessCompiled):
         raise TypeError(
             "fits() needs a program from hlomem.compile_for (it knows its target); "
             f"for others use assert_fits(x, budget=...), got {type(compiled).__name__}"
         )
-    source, _ = _source(compiled)
-    options = (*compiled.target.hlomem_options, "--budget", str(compiled.target.usable_bytes))
-    source = Source(source.arg, source.stdin, options)
-    process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
+    result = _check_for(compiled.as_text(), compiled.target, compiled.target.usable_bytes)
+    return _verdict(compiled, result)
+
+
+def _verdict(compiled: DevicelessCompiled, result: CheckResult) -> Verdict:
+    xla = compiled.xla_totals
+    return Verdict(
+        compiled.target, result.modules[0].bytes, xla.device_bytes if xla is not None else None
+    )
+
+
+def _analyze_for(hlo_text: str, target: Target) -> Report:
+    """hlomem's analysis of a module compiled for ``target``."""
+    source = Source("-", hlo_text.encode("utf-8"), target.hlomem_options)
+    process = run(["analyze", "-", *source.options, "--format", "json"], source.stdin)
+    if process.returncode != 0:
+        raise failure(process)
+    return Report(_parse_json(process)["modules"][0], source)
+
+
+def _check_for(hlo_text: str, target: Target, budget: int) -> CheckResult:
+    """``hlomem check`` of a module compiled for ``target`` against ``budget`` bytes."""
+    options = (*target.hlomem_options, "--budget", str(budget))
+    source = Source("-", hlo_text.encode("utf-8"), options)
+    process = run(["check", "-", *options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 1):
         raise failure(process)
-    result = CheckResult(_parse_json(process), source)
-    return Verdict(compiled.target, result.modules[0].bytes)
+    return CheckResult(_parse_json(process), source)
 
 
-def explain(message_text: str | BaseException, dump: PathArg | None = None) -> Explanation:
+def explain(
+    message_text: str | BaseException,
+    dump: PathArg | None = None,
+    *,
+    also_on: Sequence[TargetArg] = (),
+    fn: Callable[..., Any] | None = None,
+    args: Sequence[Any] = (),
+    compile_kwargs: dict[str, Any] | None = None,
+) -> Explanation:
     """Explains an out-of-memory message (``str(e)`` of the
     ``XlaRuntimeError``; a whole traceback or log is fine) in plain words,
     with ranked advice. With ``dump``, the XLA dump folder of the program that
     failed, its buffers are linked to instructions and source lines.
 
+    With ``also_on`` (targets, as :func:`compile_for` takes them), ``fn`` and
+    its ``args`` (and ``compile_kwargs`` such as ``{"donate_argnums": 0}``),
+    the step is also compiled for those targets, no device needed, and the
+    explanation ends with what it would need on each
+    (:attr:`Explanation.comparison`, a :class:`Comparison`: this is
+    :func:`compare_targets` with ``failed=message_text``)::
+
+        except Exception as e:
+            print(hlomem.explain(e, also_on=["tpu-v5p:2x2x1"], fn=step, args=(state, batch)))
+
     Raises :class:`HlomemError` when the text holds no out-of-memory message.
     """
     if isinstance(message_text, BaseException):
         message_text = str(message_text)
+    if also_on and fn is None:
+        raise TypeError("also_on compiles the step for those targets: give fn= and args=")
     options: tuple[str, ...] = ()
     if dump is not None:
         options = ("--dump", os.path.abspath(os.fspath(dump)))
@@ -320,4 +384,10 @@ def explain(message_text: str | BaseException, dump: PathArg | None = None) -> E
     process = run(["explain", "-", *options, "--format", "json"], source.stdin)
     if process.returncode != 0:
         raise failure(process)
-    return Explanation(_parse_json(process), source)
+    explanation = Explanation(_parse_json(process), source)
+    if also_on:
+        assert fn is not None
+        explanation._comparison = compare_targets(
+            fn, *args, targets=also_on, failed=message_text, **(compile_kwargs or {})
+        )
+    return explanation

@@ -22,6 +22,7 @@ process's ``sys.path``).
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import math
 import os
@@ -30,19 +31,21 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ._binary import HlomemError
-from ._targets import Target, gib, resolve_target
+from ._targets import Target, TargetArg, resolve_target
+from ._verdict import Verdict
+from ._xla_dump import XlaTotals, read_dump
 
 __all__ = [
     "BackendNotInstalled",
     "DevicelessCompiled",
     "MemoryAnalysis",
-    "Verdict",
     "compile_for",
 ]
 
@@ -80,23 +83,36 @@ class DevicelessCompiled:
     """A program compiled for a :class:`~hlomem.Target` by :func:`compile_for`.
 
     It stands in for ``jax.stages.Compiled`` where hlomem reads one:
-    ``as_text()`` is the optimized HLO, ``memory_analysis()`` XLA's numbers.
+    ``as_text()`` is the optimized HLO, ``memory_analysis()`` XLA's numbers,
+    :attr:`xla_totals` the buffer assignment's totals from XLA's dump.
     :func:`hlomem.analyze`, :func:`hlomem.assert_fits` (whose budget is then
     the target's usable memory by default) and :func:`hlomem.fits` take it.
     It cannot run: there is no device.
     """
 
     def __init__(
-        self, target: Target, hlo_text: str, memory: MemoryAnalysis, versions: dict[str, str]
+        self,
+        target: Target,
+        hlo_text: str,
+        memory: MemoryAnalysis,
+        versions: dict[str, str],
+        xla_totals: XlaTotals | None = None,
     ) -> None:
         self.target = target
         self._hlo_text = hlo_text
         self._memory = memory
         #: Versions of jax, jaxlib and the target's compiler that compiled it.
         self.versions = versions
+        #: XLA's own buffer assignment totals ("Total bytes used", each
+        #: memory space's), read from the compile's dump; ``None`` if XLA
+        #: wrote none. :func:`hlomem.fits` shows them beside hlomem's.
+        self.xla_totals = xla_totals
 
     def as_text(self) -> str:
-        """The optimized HLO module, as ``jax.stages.Compiled.as_text()``."""
+        """The optimized HLO module that XLA's buffer assignment ran on (the
+        dump's ``after_optimizations.txt``), which hlomem reads. Off TPU it
+        is ``jax.stages.Compiled.as_text()``; on TPU that text is a later
+        stage, whose memory is not the buffer assignment's."""
         return self._hlo_text
 
     def memory_analysis(self) -> MemoryAnalysis:
@@ -112,45 +128,10 @@ class DevicelessCompiled:
         )
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """Whether a program fits on one device of its target, in words
-    (``str(verdict)``) and as data."""
-
-    target: Target
-    #: Device memory the program needs on one device (hlomem's ``check``).
-    needed_bytes: int
-
-    @property
-    def fits(self) -> bool:
-        return self.needed_bytes <= self.target.usable_bytes
-
-    @property
-    def spare_bytes(self) -> int:
-        """Usable memory left over; negative when it does not fit."""
-        return self.target.usable_bytes - self.needed_bytes
-
-    def __bool__(self) -> bool:
-        return self.fits
-
-    def __str__(self) -> str:
-        t = self.target
-        if self.fits:
-            text = f"fits on one {t.device} with {gib(self.spare_bytes)} to spare"
-        else:
-            text = (
-                f"needs {gib(self.needed_bytes)} of {t.memory_word}, "
-                f"a{'n' if t.device[0] in 'AEIOU' else ''} {t.device} has {gib(t.memory_bytes)}"
-            )
-        if t.usable_note:
-            text += f" ({t.usable_note}: {gib(t.usable_bytes)})"
-        return text
-
-
 def compile_for(
     fn: Callable[..., Any],
     *args: Any,
-    target: str,
+    target: TargetArg,
     mesh: dict[str, int] | None = None,
     in_shardings: Any = None,
     out_shardings: Any = None,
@@ -161,8 +142,10 @@ def compile_for(
     """Compiles ``jax.jit(fn)`` for ``args`` on ``target`` without the device.
 
     ``target`` is ``"tpu-v5e:2x2"``, ``"tpu-v6e:2x2"``, ``"tpu-v5p:2x2x1"``,
-    ``"tpu-v4:2x2x1"`` (any topology libtpu accepts after the colon) or
-    ``"h100"``. ``args`` are ``jax.ShapeDtypeStruct``s or arrays (only their
+    ``"tpu-v4:2x2x1"`` (any topology libtpu accepts after the colon), a GPU
+    of :data:`hlomem.TARGET_NAMES` (``"h100"``, ``"a100-80"``, ``"b200"``...,
+    optionally ``":1x1x8"``), the path of a GPU target config of your own,
+    or a :class:`hlomem.Target` (:func:`hlomem.gpu_target`). ``args`` are ``jax.ShapeDtypeStruct``s or arrays (only their
     shapes and dtypes are used). Without ``mesh`` every argument is placed on
     the target's first device. With ``mesh`` (axis name -> size, e.g.
     ``{"data": 4}``, built over the topology's first devices),
@@ -174,9 +157,16 @@ def compile_for(
     starts and ends unless ``progress=False``: a large TPU compile takes
     minutes.
 
+    The child also has XLA write its dump (``--xla_dump_to``, into a
+    temporary folder): XLA's buffer assignment totals come from it
+    (:attr:`DevicelessCompiled.xla_totals`), and, when the compiler refuses,
+    the module it refused.
+
     Raises :class:`hlomem.OutOfBudget` when the target's compiler refuses the
-    program for memory (TPU checks HBM while compiling), with hlomem's
-    explanation of the refusal; :class:`BackendNotInstalled` when the
+    program for memory (TPU checks HBM while compiling): its message starts
+    with what the program needs at least, then hlomem's check of the module
+    XLA wrote before refusing (:attr:`~hlomem.OutOfBudget.report` is its
+    analysis) and the explanation of the compiler's message; :class:`BackendNotInstalled` when the
     target's compiler is not installed; :class:`HlomemError` for any other
     compile failure, with the compiler's message.
     """
@@ -204,10 +194,11 @@ def compile_for(
                 f"hlomem: compiling {name} for {resolved.name} (no device needed)...",
                 file=sys.stderr,
             )
+        dump = Path(folder, "dump")
         started = time.monotonic()
         process = subprocess.run(
             [sys.executable, "-m", "hlomem._deviceless", str(request_file), str(result_file)],
-            env=_child_env(),
+            env=_child_env(dump),
             capture_output=True,
             check=False,
         )
@@ -219,17 +210,33 @@ def compile_for(
                 process.returncode,
             )
         result = json.loads(result_file.read_text())
-    if progress:
-        print(
-            f"hlomem: the compile of {name} for {resolved.name} took "
-            f"{time.monotonic() - started:.0f} s",
-            file=sys.stderr,
-        )
-    if "error" in result:
-        raise _compile_error(resolved, result["error"])
+        if progress:
+            print(
+                f"hlomem: the compile of {name} for {resolved.name} took "
+                f"{time.monotonic() - started:.0f} s",
+                file=sys.stderr,
+            )
+        if "error" in result:
+            # Read while the dump folder is still there.
+            raise _compile_error(resolved, name, result["error"], dump)
+        hlo_text = result["hlo_text"]
+        dumped = read_dump(dump, _module_name(hlo_text)) if dump.is_dir() else None
     return DevicelessCompiled(
-        resolved, result["hlo_text"], MemoryAnalysis(**result["memory"]), result["versions"]
+        resolved,
+        # The module XLA's buffer assignment ran on. On TPU, jax's as_text()
+        # is a later stage (async slices added, buffers placed anew) whose
+        # memory is not the buffer assignment's: an MLP step's HBM reads
+        # 6.2 MiB from it and 2.2 MiB, XLA's own figure, from the dump.
+        dumped.hlo_text if dumped is not None else hlo_text,
+        MemoryAnalysis(**result["memory"]),
+        result["versions"],
+        dumped.xla if dumped is not None else None,
     )
+
+
+def _module_name(hlo_text: str) -> str | None:
+    words = hlo_text.lstrip().split(maxsplit=2)
+    return words[1].rstrip(",") if len(words) > 1 and words[0] == "HloModule" else None
 
 
 def _require_backend(target: Target) -> None:
@@ -264,7 +271,9 @@ def _dumps(request: dict[str, Any]) -> bytes:
         cloudpickle = None
     try:
         if cloudpickle is not None:
-            return bytes(cloudpickle.dumps(request))
+            buffer = io.BytesIO()
+            _pickler(cloudpickle)(buffer).dump(request)
+            return buffer.getvalue()
         if getattr(request["fn"], "__module__", None) == "__main__":
             # pickle names the function; a child's __main__ is not the caller's.
             raise pickle.PicklingError("a function of __main__ cannot be imported by a child")
@@ -277,8 +286,35 @@ def _dumps(request: dict[str, Any]) -> bytes:
         ) from e
 
 
-def _child_env() -> dict[str, str]:
+def _pickler(cloudpickle: Any) -> Any:
+    """cloudpickle's Pickler, keeping the file name of the code it sends by
+    value (cloudpickle writes ``<dynamic-code>``): XLA's stack frames, and
+    so hlomem's source lines, name the caller's file, not ``<dynamic-code>``."""
+    reduce_code = getattr(getattr(cloudpickle, "cloudpickle", None), "_code_reduce", None)
+
+    class Pickler(cloudpickle.Pickler):  # type: ignore[misc]  # untyped
+        def reducer_override(self, obj: Any) -> Any:
+            if reduce_code is not None and type(obj) is types.CodeType:
+                make, args = reduce_code(obj)
+                return _named_code, (make, args, obj.co_filename)
+            return super().reducer_override(obj)
+
+    return Pickler
+
+
+def _named_code(make: Any, args: Any, filename: str) -> types.CodeType:
+    """A code object cloudpickle sent, with its own file name back (in the child)."""
+    code: types.CodeType = make(*args)
+    return code.replace(co_filename=filename)
+
+
+def _child_env(dump: Path) -> dict[str, str]:
     env = dict(os.environ, **_CHILD_ENV)
+    # XLA's dump of the compile, after the caller's own flags (the last of a
+    # flag given twice wins): its buffer assignment reports, and on a refusal
+    # for memory the module refused.
+    flags = env.get("XLA_FLAGS", "")
+    env["XLA_FLAGS"] = f"{flags} --xla_dump_to={dump} --xla_dump_hlo_as_text".strip()
     # The child imports what this process can: the caller's modules (the
     # function, when pickled by name) and hlomem itself.
     paths = [p for p in sys.path if p] + env.get("PYTHONPATH", "").split(os.pathsep)
@@ -286,26 +322,61 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def _compile_error(target: Target, message: str) -> Exception:
-    """What to raise for the compiler's error ``message``: OutOfBudget with
-    hlomem's explanation when it is an out-of-memory refusal."""
-    from . import OutOfBudget, explain
+def _compile_error(target: Target, fn_name: str, message: str, dump: Path) -> Exception:
+    """What to raise for the compiler's error ``message``: OutOfBudget when it
+    is an out-of-memory refusal, with what the program needs at least,
+    hlomem's check and analysis of the module XLA dumped before refusing
+    (when it did) and the explanation of the message."""
+    from . import OutOfBudget, _analyze_for, _check_for, explain
 
-    if "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower():
-        try:
-            explanation = explain(message)
-        except HlomemError:
-            explanation = None
-        if explanation is not None:
-            # The compiler's own words last: libtpu's "HLO temporaries"
-            # phrasing counts the temporaries alone, which the explanation
-            # reads as what the program needs (so: at least that much).
-            text = (
-                f"{target.name}'s compiler refused the program for memory:\n\n"
-                f"{str(explanation).rstrip()}\n\nThe compiler said: {message.strip()}"
-            )
-            return OutOfBudget(text, None, explanation=explanation)
-    return HlomemError(f"the compile for {target.name} failed:\n{message}")
+    if "RESOURCE_EXHAUSTED" not in message and "out of memory" not in message.lower():
+        return HlomemError(f"the compile for {target.name} failed:\n{message}")
+    refused = read_dump(dump) if dump.is_dir() else None
+    try:
+        explanation = explain(message, dump=dump if refused is not None else None)
+        str(explanation)  # rendered now: the dump folder goes with the compile
+    except HlomemError:
+        explanation = None
+    if explanation is None and refused is None:
+        return HlomemError(f"the compile for {target.name} failed:\n{message}")
+
+    # What the compiler refused: its own figure (libtpu: "HLO temporaries",
+    # XLA stops at the first refusal) and the dumped module's, the larger,
+    # is what the program needs at least.
+    needed = [_needs_from(explanation)] if explanation is not None else []
+    report = check = None
+    if refused is not None:
+        report = _analyze_for(refused.hlo_text, target)
+        check = _check_for(refused.hlo_text, target, target.usable_bytes)
+        str(check)
+        needed.append(report.memory.device_bytes)
+    verdict = Verdict(
+        target,
+        max((n for n in needed if n is not None), default=0),
+        refused.xla.device_bytes if refused is not None and refused.xla is not None else None,
+        at_least=True,
+    )
+    parts = [f"{target.name}'s compiler refused {fn_name} for memory: it {verdict}"]
+    if check is not None:
+        parts.append(
+            "hlomem's check of the module XLA wrote before refusing "
+            "(print(e.report) shows what holds its peak):\n" + str(check).strip()
+        )
+    if explanation is not None:
+        # Its dump folder is gone with the compile: the file's name says enough.
+        parts.append(str(explanation).strip().replace(f"{dump}{os.sep}", ""))
+    # The compiler's own words last.
+    parts.append(f"The compiler said: {message.strip()}")
+    return OutOfBudget(
+        "\n\n".join(parts), check, explanation=explanation, report=report, verdict=verdict
+    )
+
+
+def _needs_from(explanation: Any) -> int | None:
+    """What the out-of-memory message says the program needs, in bytes."""
+    verdict = explanation.explanation.to_json().get("verdict", {})
+    needs = verdict.get("needs") if isinstance(verdict, dict) else None
+    return int(needs["bytes"]) if isinstance(needs, dict) and "bytes" in needs else None
 
 
 # ---------------------------------------------------------------------------

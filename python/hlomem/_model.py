@@ -9,7 +9,7 @@ checked against ``hlomem schema analyze|check|explain`` by the tests.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ._binary import failure, run
 from ._json import JsonObject
@@ -258,7 +258,7 @@ class Explanation(_Rendered):
     explained. ``str(explanation)`` is the text form."""
 
     _schema = ("explain", "")
-    __slots__ = ()
+    __slots__ = ("_comparison",)
 
     #: The one-line verdict (``needs 41.32GiB; ...``).
     verdict: str
@@ -274,3 +274,20 @@ class Explanation(_Rendered):
     explanation: Diagnosis
 
     _command = "explain"
+
+    def __init__(self, data: dict[str, object], source: Source | None = None) -> None:
+        super().__init__(data, source)
+        self._comparison: Any = None
+
+    @property
+    def comparison(self) -> Any:
+        """``explain(..., also_on=...)``: the step compiled for those targets
+        (a :class:`hlomem.Comparison`), which ``str()`` adds at the end;
+        ``None`` otherwise."""
+        return self._comparison
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        if self._comparison is None:
+            return text
+        return f"{text.rstrip()}\n\n{self._comparison}\n"

@@ -56,6 +56,24 @@ def step_donated(params: Any, x: Any, y: Any) -> Any:
     return step(params, x, y)
 
 
+def too_big(x: Any) -> Any:
+    """A 40 GB temporary (``x @ x.T`` for ``x`` f32[100000, 1000]): a v5e chip
+    (16 GiB) refuses it at compile time; a v5p chip (95 GiB) takes it."""
+    return jnp.sin(x @ x.T) @ x
+
+
+def too_big_shapes() -> tuple[Any]:
+    return (jax.ShapeDtypeStruct((100_000, 1000), jnp.float32),)
+
+
+#: The programs ``direct_compile.py`` compiles by name: (function, its
+#: argument shapes, donate_argnums).
+PROGRAMS: dict[str, tuple[Any, Any, tuple[int, ...]]] = {
+    "step": (step_donated, _shapes, (0,)),
+    "too_big": (too_big, too_big_shapes, ()),
+}
+
+
 def compile_step(donate: bool) -> Any:
     """The step compiled for the CPU: a ``jax.stages.Compiled``."""
     if donate:

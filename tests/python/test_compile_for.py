@@ -1,6 +1,8 @@
-"""hlomem.compile_for: real deviceless compiles for a TPU (libtpu) and an
-H100 (the CUDA plugin) on a machine with neither, checked against the same
-compile done directly (``direct_compile.py``).
+"""hlomem.compile_for: real deviceless compiles for TPUs (libtpu) and GPUs
+(the CUDA plugin with XLA's target configs) on a machine with neither,
+checked against XLA's own numbers for the same compile done directly
+(``direct_compile.py``: ``memory_analysis()`` and the buffer assignment
+reports of XLA's dump).
 
 The compiles need the ``tpu`` / ``cuda12`` extras; without them those tests
 are skipped with the reason, and the missing-extra error is tested instead.
@@ -11,6 +13,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,64 +41,143 @@ needs_cuda = pytest.mark.skipif(
 GIB = 1 << 30
 
 
-def direct(platform: str, topology: str, config: str | None = None) -> dict[str, int]:
-    """memory_analysis() of the MLP step compiled directly for the target."""
+def direct(
+    tmp: Path, program: str, platform: str, topology: str, config: str | None = None
+) -> dict[str, Any]:
+    """XLA's numbers for ``program`` of mlp.PROGRAMS compiled directly for the target."""
     env = dict(
         os.environ, JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1"
     )
-    argv = [sys.executable, str(HERE / "direct_compile.py"), platform, topology]
-    out = subprocess.run(
-        argv + ([config] if config else []), env=env, capture_output=True, check=True
-    ).stdout
-    return json.loads(out.decode().strip().splitlines()[-1])
+    dump = tmp / f"direct-{program}-{platform}-{topology.replace(':', '_')}"
+    argv = [sys.executable, str(HERE / "direct_compile.py"), str(dump), program, platform]
+    argv += [topology] + ([config] if config else [])
+    out = subprocess.run(argv, env=env, capture_output=True, check=True).stdout
+    result: dict[str, Any] = json.loads(out.decode().strip().splitlines()[-1])
+    return result
 
 
-def same_numbers(compiled: hlomem.DevicelessCompiled, reference: dict[str, int]) -> None:
+def same_numbers(compiled: hlomem.DevicelessCompiled, reference: dict[str, Any]) -> None:
+    """compile_for's program, and hlomem's analysis of it, against XLA's own
+    numbers for the same compile done directly."""
+    xla = reference["memory_analysis"]
     ours = compiled.memory_analysis()
+    assert ours.argument_size_in_bytes == xla["argument_size_in_bytes"]
+    assert ours.output_size_in_bytes == xla["output_size_in_bytes"]
+    assert ours.alias_size_in_bytes == xla["alias_size_in_bytes"]
+    assert xla["alias_size_in_bytes"] > 0  # the donation took
     report = hlomem.analyze(compiled)
-    assert ours.argument_size_in_bytes == reference["argument_size_in_bytes"]
-    assert ours.output_size_in_bytes == reference["output_size_in_bytes"]
-    assert ours.alias_size_in_bytes == reference["alias_size_in_bytes"]
-    assert reference["alias_size_in_bytes"] > 0  # the donation took
-    # hlomem's analysis of the text reads the same numbers.
-    assert report.memory.argument_bytes == reference["argument_size_in_bytes"]
-    assert report.memory.output_bytes == reference["output_size_in_bytes"]
-    assert report.memory.alias_bytes == reference["alias_size_in_bytes"]
-
-
-def too_big(x: Any) -> Any:
-    """A 40 GB temporary (x @ x.T for x f32[100000, 1000]): no TPU chip has it."""
-    return jnp.sin(x @ x.T) @ x
+    assert report.memory.argument_bytes == xla["argument_size_in_bytes"]
+    assert report.memory.output_bytes == xla["output_size_in_bytes"]
+    assert report.memory.alias_bytes == xla["alias_size_in_bytes"]
+    # The device's memory as XLA's buffer assignment counts it (TPU: HBM,
+    # the default space; GPU: everything, "Total bytes used").
+    device = reference["spaces"]["default"]
+    assert report.memory.device_bytes == device
+    assert compiled.xla_totals is not None
+    assert compiled.xla_totals.device_bytes == device
+    assert compiled.xla_totals.total_bytes == reference["total_bytes_used"]
+    verdict = hlomem.fits(compiled)
+    assert verdict.needed_bytes == device and verdict.xla_bytes == device
 
 
 @needs_tpu
-def test_tpu_v5e_mlp_step_equals_a_direct_compile() -> None:
+def test_tpu_v5e_mlp_step_equals_a_direct_compile(tmp_path: Path) -> None:
     compiled = hlomem.compile_for(
         mlp.step_donated, *mlp._shapes(), target="tpu-v5e:2x2", donate_argnums=0
     )
     assert compiled.target.name == "tpu-v5e:2x2"
     assert "T(8,128)" in compiled.as_text()  # TPU layouts: it was compiled for the TPU
-    same_numbers(compiled, direct("tpu", "v5e:2x2"))
+    same_numbers(compiled, direct(tmp_path, "step", "tpu", "v5e:2x2"))
     verdict = hlomem.fits(compiled)
-    assert verdict.fits and str(verdict).startswith("fits on one v5e chip with ")
-    result = hlomem.assert_fits(compiled)  # the budget: a v5e chip's 16 GiB
-    assert result.passed and result.budget_bytes == 16 * GIB
-    with pytest.raises(hlomem.OutOfBudget):
+    assert verdict.fits
+    assert str(verdict).startswith("fits on one v5e chip with ")
+    assert "needs 2.2 MiB (XLA's buffer assignment: the same)" in str(verdict)
+    result = hlomem.assert_fits(compiled)  # the budget: what libtpu lets a program use
+    assert result.passed and result.budget_bytes == int(15.75 * GIB)
+    with pytest.raises(hlomem.OutOfBudget) as caught:
         hlomem.assert_fits(compiled, budget="1MiB")
+    assert caught.value.verdict is None  # a budget of one's own: no target verdict
 
 
 @needs_tpu
-def test_tpu_refusal_for_memory_is_out_of_budget_with_an_explanation() -> None:
-    x = jax.ShapeDtypeStruct((100_000, 1000), jnp.float32)
+def test_tpu_refusal_is_out_of_budget_with_the_dumped_module(tmp_path: Path) -> None:
     with pytest.raises(hlomem.OutOfBudget) as caught:
-        hlomem.compile_for(too_big, x, target="tpu-v5e:2x2", progress=False)
+        hlomem.compile_for(mlp.too_big, *mlp.too_big_shapes(), target="tpu-v5e:2x2", progress=False)
     error = caught.value
-    assert error.result is None
+    reference = direct(tmp_path, "too_big", "tpu", "v5e:2x2")
+    assert "error" in reference  # the direct compile is refused too
+    said = re.search(
+        r"HLO temporaries \(([\d.]+)G\) exceeds available HBM \(([\d.]+)G\)", reference["error"]
+    )
+    assert said is not None
+    # The target's usable memory is what libtpu said is available.
+    assert error.verdict is not None
+    assert error.verdict.target.usable_bytes == int(float(said.group(2)) * GIB)
+    # XLA dumped the module before refusing: hlomem's analysis of it has
+    # XLA's own HBM total for it, and the refusal's figure (a lower bound).
+    assert error.report is not None
+    xla_hbm = reference["spaces"]["default"]
+    assert error.report.memory.device_bytes == xla_hbm
+    assert abs(xla_hbm / GIB - float(said.group(1))) < 0.01
+    assert error.verdict is not None and error.verdict.at_least and not error.verdict.fits
+    assert error.verdict.needed_bytes == xla_hbm == error.verdict.xla_bytes
+    assert error.result is not None and not error.result.passed  # check against 16 GiB
+    assert error.result.modules[0].bytes == xla_hbm
     assert error.explanation is not None
     assert error.explanation.format.startswith("tpu")
     message = str(error)
-    assert message.startswith("tpu-v5e:2x2's compiler refused the program for memory")
-    assert str(error.explanation).strip() in message
+    assert message.startswith(
+        "tpu-v5e:2x2's compiler refused too_big for memory: it needs at least 19.4 GiB"
+    )
+    assert "hlomem's check of the module XLA wrote before refusing" in message
+    # The explanation, but for the dump folder's path: it went with the compile.
+    explained = str(error.explanation).strip()
+    assert "/hlomem-compile-" in explained and "/hlomem-compile-" not in message
+    assert explained.splitlines()[0] in message
+    assert explained[explained.index("What to try") :] in message
+    assert message.rstrip().endswith("exceeds available HBM (15.75G).")
+
+
+@needs_tpu
+def test_compare_targets_after_a_refusal(tmp_path: Path) -> None:
+    """What a v5e said it needed, and what the same program needs on a v5p."""
+    with pytest.raises(hlomem.OutOfBudget) as caught:
+        hlomem.compile_for(mlp.too_big, *mlp.too_big_shapes(), target="tpu-v5e", progress=False)
+    message = str(caught.value).rsplit("The compiler said: ", 1)[1]
+    comparison = hlomem.compare_targets(
+        mlp.too_big,
+        *mlp.too_big_shapes(),
+        targets=["tpu-v5e:2x2", "tpu-v5p:2x2x1"],
+        failed=message,
+        progress=False,
+    )
+    v5e, v5p = comparison
+    assert v5e.at_least and not v5e.fits
+    reference = direct(tmp_path, "too_big", "tpu", "v5p:2x2x1")
+    assert "memory_analysis" in reference  # a v5p chip takes it
+    assert v5p.fits and comparison["tpu-v5p:2x2x1"] is v5p
+    assert v5p.needed_bytes == reference["spaces"]["default"] == v5p.xla_bytes
+    assert comparison.fitting == ["tpu-v5p:2x2x1"]
+    assert "tpu-v5p:2x2x1" in comparison.compiled and "tpu-v5e:2x2" in comparison.refusals
+    said = re.search(r"HLO temporaries \(([\d.]+)G\)", message)
+    assert said is not None and comparison.failed_needs_bytes is not None
+    assert abs(comparison.failed_needs_bytes / GIB - float(said.group(1))) < 0.01
+    text = str(comparison).splitlines()
+    assert text[0] == (
+        f"too_big needs {float(said.group(1)):.1f} GiB on the device that failed "
+        "(its message says); "
+        "on other targets (compiled here, no device needed):"
+    )
+    assert text[1].startswith("  tpu-v5e:2x2    refused by its compiler: needs at least 19.4 GiB")
+    assert text[2].startswith("  tpu-v5p:2x2x1  fits on one v5p chip with ")
+
+    # explain(also_on=...) is the same comparison, after the explanation.
+    explained = hlomem.explain(
+        message, also_on=["tpu-v5p"], fn=mlp.too_big, args=mlp.too_big_shapes()
+    )
+    assert explained.comparison is not None
+    assert explained.comparison["tpu-v5p:2x2x1"] == v5p
+    assert str(explained).rstrip().endswith(str(explained.comparison).splitlines()[-1])
 
 
 @needs_tpu
@@ -135,13 +218,40 @@ def test_a_mesh_shards_the_arguments_over_the_topology() -> None:
 
 
 @needs_cuda
-def test_h100_mlp_step_equals_a_direct_compile() -> None:
-    compiled = hlomem.compile_for(mlp.step_donated, *mlp._shapes(), target="h100", donate_argnums=0)
+@pytest.mark.parametrize("name", list(hlomem.GPU_TARGETS))
+def test_gpu_mlp_step_equals_a_direct_compile(name: str, tmp_path: Path) -> None:
+    """Every shipped GPU target config compiles with the installed plugin, and
+    hlomem's numbers are XLA's for it (GPU: temp and "Total bytes used" too)."""
+    compiled = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target=name, donate_argnums=0, progress=False
+    )
     target = compiled.target
-    same_numbers(compiled, direct("cuda", target.topology, target.target_config))
-    result = hlomem.assert_fits(compiled)
-    assert result.budget_bytes == int(80 * GIB * 0.75) == target.usable_bytes
-    assert str(hlomem.fits(compiled)).startswith("fits on one H100 with ")
+    reference = direct(tmp_path, "step", "cuda", target.topology, target.target_config)
+    same_numbers(compiled, reference)
+    report = hlomem.analyze(compiled)
+    assert report.memory.temp_bytes == reference["memory_analysis"]["temp_size_in_bytes"]
+    assert report.memory.total_bytes == reference["total_bytes_used"]
+    # The budget alone (on some GPUs XLA copies a donated weight: HM003).
+    result = hlomem.assert_fits(compiled, fail_on=())
+    assert result.budget_bytes == target.usable_bytes == int(target.memory_bytes * 0.75)
+    assert str(hlomem.fits(compiled)).startswith(f"fits on one {target.device} with ")
+
+
+@needs_cuda
+def test_a_gpu_config_of_ones_own(tmp_path: Path) -> None:
+    config = tmp_path / "my_a100.txtpb"
+    shutil.copy(resolve_target("a100-80").target_config or "", config)
+    compiled = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target=str(config), donate_argnums=0, progress=False
+    )
+    assert compiled.target.name == "my_a100"
+    assert compiled.target.device == "A100-SXM4-80GB"  # the config's device_description_str
+    same_numbers(compiled, direct(tmp_path, "step", "cuda", "1x1x4", str(config)))
+    custom = hlomem.gpu_target(config, memory_gib=40, name="a100-half", topology="1x1x2")
+    again = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target=custom, donate_argnums=0, progress=False
+    )
+    assert again.target == custom and hlomem.fits(again).target.memory_bytes == 40 * GIB
 
 
 def test_missing_extra_names_the_extra() -> None:
@@ -158,32 +268,77 @@ def test_missing_extra_names_the_extra() -> None:
     for name, extra in missing:
         with pytest.raises(hlomem.BackendNotInstalled, match=rf'pip install "hlomem\[{extra}\]"'):
             hlomem.compile_for(mlp.step, *mlp._shapes(), target=name)
+        # compare_targets says so before compiling anything.
+        with pytest.raises(hlomem.BackendNotInstalled):
+            hlomem.compare_targets(mlp.step, *mlp._shapes(), targets=[name])
 
 
 def test_verdicts_in_words() -> None:
     v5e = resolve_target("tpu-v5e")
-    assert str(hlomem.Verdict(v5e, 97 * GIB)) == "needs 97 GiB of HBM, a v5e chip has 16 GiB"
+    assert str(hlomem.Verdict(v5e, 97 * GIB)) == (
+        "needs 97 GiB of HBM, a v5e chip has 16 GiB (libtpu lets a program use 15.75 GiB of it)"
+    )
+    assert str(hlomem.Verdict(v5e, 19 * GIB, 19 * GIB, at_least=True)).startswith(
+        "needs at least 19 GiB (XLA's buffer assignment: the same) of HBM, a v5e chip has 16 GiB"
+    )
+    assert str(hlomem.Verdict(v5e, 15 * GIB)).startswith(
+        "fits on one v5e chip with 768 MiB to spare"
+    )
     h100 = resolve_target("h100")
-    fits = hlomem.Verdict(h100, int(48.7 * GIB))
+    assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.1 GiB
+    fits = hlomem.Verdict(h100, int(48 * GIB), int(48.2 * GIB))
     assert fits.fits
     assert str(fits) == (
-        "fits on one H100 with 11.3 GiB to spare "
-        "(JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it: 60 GiB)"
+        "fits on one H100 with 11.3 GiB to spare: needs 48 GiB (XLA's buffer assignment: 48.2 GiB) "
+        "(JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it: 59.3 GiB)"
     )
     assert not hlomem.Verdict(h100, 70 * GIB)
+    assert str(hlomem.Verdict(resolve_target("a100-40"), 50 * GIB)).startswith(
+        "needs 50 GiB of memory, an A100 40GB has 39.4 GiB"
+    )
+    assert not hlomem.Verdict(v5e, GIB, at_least=True)  # a refusal never fits
 
 
 def test_gpu_budget_follows_the_allocator_fraction(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.9")
-    assert resolve_target("h100").usable_bytes == int(80 * GIB * 0.9)
+    assert resolve_target("h100").usable_bytes == int(84942979072 * 0.9)
 
 
 def test_unknown_target_lists_the_known_ones() -> None:
-    with pytest.raises(ValueError, match="tpu-v5e:2x2"):
+    with pytest.raises(ValueError, match="tpu-v5e:2x2.*a100-80.*path of a GPU target config"):
         resolve_target("tpu-v9")
 
 
-def test_the_h100_target_config_is_installed_with_the_package() -> None:
-    config = resolve_target("h100").target_config
-    assert config is not None  # in the wheel beside the code (maturin packs the folder)
-    assert "gpu_device_info" in Path(config).read_text()
+def test_gpu_targets_from_names_paths_and_topologies(tmp_path: Path) -> None:
+    b200 = resolve_target("b200:1x1x8")
+    assert (b200.name, b200.topology, b200.device) == ("b200:1x1x8", "1x1x8", "B200")
+    assert b200.memory_bytes == 191514411008
+    config = tmp_path / "l40s.txtpb"
+    config.write_text(
+        "gpu_device_info {\n  device_memory_size: 48305799168\n}\n"
+        'device_description_str: "NVIDIA L40S"\n'
+    )
+    for given in (str(config), config, f"{config}:1x1x2"):
+        target = resolve_target(given)
+        assert (target.name, target.device, target.memory_bytes) == ("l40s", "L40S", 48305799168)
+        assert target.target_config == str(config)
+    assert resolve_target(f"{config}:1x1x2").topology == "1x1x2"
+    assert hlomem.gpu_target(config, memory_gib=44).memory_bytes == 44 * GIB
+    no_memory = tmp_path / "bare.txtpb"
+    no_memory.write_text("gpu_device_info {\n  core_count: 1\n}\n")
+    with pytest.raises(ValueError, match="memory_gib"):
+        hlomem.gpu_target(no_memory)
+    with pytest.raises(FileNotFoundError):
+        resolve_target(str(tmp_path / "missing.txtpb"))
+    with pytest.raises(ValueError, match="not a GpuTargetConfigProto"):
+        hlomem.gpu_target(HERE / "mlp.py")
+
+
+def test_the_gpu_target_configs_are_installed_with_the_package() -> None:
+    for name in hlomem.GPU_TARGETS:
+        target = resolve_target(name)
+        config = target.target_config
+        assert config is not None  # in the wheel beside the code (maturin packs the folder)
+        text = Path(config).read_text()
+        assert "gpu_device_info" in text and "Licensed under the Apache License" in text
+        assert target.memory_bytes > 8 * GIB
