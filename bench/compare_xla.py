@@ -12,8 +12,9 @@ The sides run alternately, so a slow patch on the machine (another job,
 thermal throttling) hits both about equally. For each the script prints the
 median and minimum time and MB/s (1 MB = 10^6 bytes of HLO text); for hlomem
 also how many times faster than XLA's parse it is and its peak RSS against the
-file size, with the issue's targets (5x with 2 threads, 3x with one, RSS at
-most 3x the file). `--folder DIR` also times a folder of many modules with 1
+file size, with the targets of issue #19 (with two threads, the whole analysis
+in at most half the time of XLA's parse alone, i.e. a ratio of at least 2; peak
+RSS at most 4x the file). `--folder DIR` also times a folder of many modules with 1
 and 2 threads (target: 1.8x from the second thread).
 
 Usage:
@@ -156,11 +157,10 @@ def bench_file(path, opts, parse):
         runs = hlomem_runs[n]
         med = summary(f"hlomem {n} thread{'s' if n > 1 else ''}", [t for t, _ in runs], size)
         rss = max(r for _, r in runs)
-        target = 5 if n > 1 else 3
-        print(f"    XLA's parse time / hlomem's end-to-end time = {xla / med:.2f} "
-              f"({verdict(xla / med >= target)} the target of at least {target}); "
+        target = "" if n == 1 else f" ({verdict(xla / med >= 2)} the target of at least 2)"
+        print(f"    XLA's parse time / hlomem's end-to-end time = {xla / med:.2f}{target}; "
               f"peak RSS {rss / 1e6:.0f} MB = {rss / size:.1f}x the file "
-              f"({verdict(rss <= 3 * size)} the 3x target)")
+              f"({verdict(rss <= 4 * size)} the 4x target)")
 
 
 def bench_folder(folder, opts):

@@ -57,7 +57,7 @@ fn stages(c: &mut Criterion) {
     for (name, path) in inputs() {
         let text = std::fs::read_to_string(&path).expect("readable");
         let bytes = text.len() as u64;
-        let module = hlomem::parse_text(&path, text.clone()).expect("parses");
+        let module = hlomem::parse_text_on_demand(&path, text.clone()).expect("parses");
         let aliases = &module.header.input_output_alias;
         let target = hlomem::target::Target::detect(&module);
         let graph = ModuleGraph::build(&module);
@@ -73,8 +73,22 @@ fn stages(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("stages/{name}"));
         group.sample_size(10);
         group.throughput(Throughput::Bytes(bytes));
+        // As `analyze` parses: fusion bodies when read (the stages below then
+        // find the bodies they read parsed already).
         group.bench_function(BenchmarkId::from_parameter("parse"), |b| {
+            b.iter(|| hlomem::parse_text_on_demand(&path, text.clone()).expect("parses"))
+        });
+        // Every line, as `--strict` and `load_module` parse.
+        group.bench_function(BenchmarkId::from_parameter("parse-strict"), |b| {
             b.iter(|| hlomem::parse_text(&path, text.clone()).expect("parses"))
+        });
+        // Parse, accounting, findings and report from the text: the cold path.
+        group.bench_function(BenchmarkId::from_parameter("end-to-end"), |b| {
+            b.iter(|| {
+                let module = hlomem::parse_text_on_demand(&path, text.clone()).expect("parses");
+                let model = analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+                hlomem::pipeline::report_module(&module, &model)
+            })
         });
         group.bench_function(BenchmarkId::from_parameter("graph+dataflow"), |b| {
             b.iter(|| {

@@ -24,6 +24,6 @@ pub use error::Error;
 pub use hlo::Module;
 pub use pipeline::{
     analyze_inputs, analyze_paths, collect_inputs, load_and_model, load_module, parse_text,
-    AnalyzeOptions,
+    parse_text_on_demand, AnalyzeOptions,
 };
 pub use report::Report;

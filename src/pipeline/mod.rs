@@ -30,6 +30,16 @@ pub fn parse_text(path: impl Into<PathBuf>, text: impl Into<String>) -> Result<M
     hlo::parse_module_complete(source::SourceFile::from_text(path, text))
 }
 
+/// Parses HLO text as the analysis does: fusion bodies are parsed when an
+/// analysis reads them. After the analysis, [`Module::deferred_error`] says
+/// whether a body read on demand was broken.
+pub fn parse_text_on_demand(
+    path: impl Into<PathBuf>,
+    text: impl Into<String>,
+) -> Result<Module, Error> {
+    hlo::parse_module(source::SourceFile::from_text(path, text))
+}
+
 /// The parser the analysis uses: fusion bodies on demand, or all at load.
 fn parse(file: source::SourceFile, strict: bool) -> Result<Module, Error> {
     if strict {
