@@ -18,13 +18,14 @@
 //! ([`Module::deferred_error`]). `--strict` parses every body at load.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use super::ir::*;
 use super::lower;
 use super::opcode::Opcode;
 use super::parse::Line;
 use super::resolve::{resolve_computation, Arena};
+use super::shape::Shape;
 use super::verify;
 use crate::error::Error;
 use crate::source::SourceFile;
@@ -36,6 +37,9 @@ pub struct Deferred {
     /// Ordered by `base`.
     bodies: Vec<DeferredBody>,
     lines: usize,
+    /// Shapes lowered for bodies so far, by spelling: a module repeats a few
+    /// thousand shapes over its bodies.
+    shapes: Mutex<HashMap<Box<str>, Arc<Shape>>>,
 }
 
 /// One deferred computation: where its lines are, and once read, its body.
@@ -108,6 +112,7 @@ impl Deferred {
             comp_ids,
             bodies,
             lines,
+            shapes: Mutex::new(HashMap::new()),
         }
     }
 
@@ -141,8 +146,8 @@ impl Deferred {
                     offset,
                     text: &module.file.text[offset..offset + len],
                 };
-                match lower::lower_instruction(&module.file, line, &mut HashMap::new()) {
-                    Ok(raw) => raw.split(body.comp).0.opcode,
+                match lower::lower_opcode(&module.file, line) {
+                    Ok(opcode) => opcode,
                     // The full parse reports the error.
                     Err(_) => module.instr(root).opcode.clone(),
                 }
@@ -212,7 +217,14 @@ impl Deferred {
     fn parse(&self, module: &Module, body: &DeferredBody) -> Result<Parsed, Error> {
         let file = &module.file;
         let shell = &module.computations[body.comp.index()];
-        let mut shapes = HashMap::new();
+        // The header was read up to its name at load.
+        let header_text = file.text.get(shell.span.range()).unwrap_or("");
+        let header = Line {
+            offset: shell.span.start as usize,
+            text: header_text,
+        };
+        super::parse::parse_line(file, super::parse::Rule::comp_header, header)?;
+        let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
         let mut instructions = Vec::with_capacity(body.lines.len());
         let mut names = Vec::with_capacity(body.lines.len());
         for &(offset, len) in body.lines.iter() {
@@ -222,10 +234,11 @@ impl Deferred {
                 text: &file.text[offset..offset + len],
             };
             let (instruction, unresolved) =
-                lower::lower_instruction(file, line, &mut shapes)?.split(body.comp);
+                lower::lower_instruction(file, line, &mut *shapes)?.split(body.comp);
             instructions.push(instruction);
             names.push(unresolved.map_err(|e| *e)?);
         }
+        drop(shapes);
         let comp_id_of = |name: &str| self.comp_ids.get(name).copied();
         let raw = lower::RawComputation::of_shell(file, shell);
         let mut arena = Arena {

@@ -342,10 +342,10 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::EOI => "end of line",
         Rule::module => "an HLO module",
         Rule::header_line | Rule::header => "the header (`HloModule` and a name)",
-        Rule::computation | Rule::comp_header_line | Rule::comp_header => {
+        Rule::computation | Rule::comp_header_line | Rule::comp_header | Rule::comp_name => {
             "a computation (`%name (params) -> shape {`)"
         }
-        Rule::instr_line | Rule::instr_lines | Rule::instruction => {
+        Rule::instr_line | Rule::instr_lines | Rule::instruction | Rule::instruction_head => {
             "an instruction (`%name = shape opcode(...)`)"
         }
         Rule::comp_close_line | Rule::comp_close => "`}` closing the computation",

@@ -79,10 +79,11 @@ fn lower_computations<'a>(
     ),
     Error,
 > {
+    // Headers by name only: a fusion body's parameter list is read with it.
     let headers: Vec<_> = outline
         .computations
         .par_iter()
-        .map(|c| lower_computation(file, c))
+        .map(|c| lower_computation(file, c, Rule::comp_name))
         .collect();
     let n = headers.len();
     let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
@@ -190,9 +191,26 @@ fn lower_computations<'a>(
     let mut instructions = Vec::new();
     let mut unresolved = Vec::new();
     let mut raw = Vec::with_capacity(n);
-    let parts = headers.into_iter().zip(lowered).zip(checks).zip(eager);
-    for ((((header, close), lines), check), eager) in parts {
+    // The full header of every computation lowered now.
+    let full: Vec<Option<Result<(), Error>>> = outline
+        .computations
+        .par_iter()
+        .zip(&eager)
+        .map(|(c, &eager)| {
+            eager.then(|| parse::parse_line(file, Rule::comp_header, c.header).map(|_| ()))
+        })
+        .collect();
+    let parts = headers
+        .into_iter()
+        .zip(full)
+        .zip(lowered)
+        .zip(checks)
+        .zip(eager);
+    for (((((header, close), full), lines), check), eager) in parts {
         let mut comp_raw = header?;
+        if let Some(full) = full {
+            full?;
+        }
         let start = instructions.len();
         for (instr, names) in lines {
             instructions.push(instr);
@@ -232,7 +250,7 @@ fn lower_lines<'a>(
     lines
         .par_iter()
         .with_min_len(256)
-        .map_init(HashMap::new, |shapes, &(c, line)| {
+        .map_init(ShapeCache::new, |shapes, &(c, line)| {
             let comp = CompId(c as u32);
             let split = match lower_instruction(file, line, shapes) {
                 Ok(raw) => raw.split(comp),
@@ -460,21 +478,25 @@ fn string_contents(at: At, pair: &Pair<'_, Rule>) -> Span {
 fn lower_computation<'a>(
     file: &'a SourceFile,
     outline: &parse::OutlineComputation<'a>,
+    rule: Rule,
 ) -> (
     Result<RawComputation<'a>, Error>,
     Result<Option<String>, Error>,
 ) {
     (
-        lower_computation_header(file, outline),
+        lower_computation_header(file, outline, rule),
         lower_computation_close(file, outline.close),
     )
 }
 
+/// A computation's header line, read with `rule`: `comp_header` (all of it)
+/// or `comp_name` (up to the name).
 fn lower_computation_header<'a>(
     file: &'a SourceFile,
     outline: &parse::OutlineComputation<'a>,
+    rule: Rule,
 ) -> Result<RawComputation<'a>, Error> {
-    let header = parse::parse_line(file, Rule::comp_header, outline.header)?;
+    let header = parse::parse_line(file, rule, outline.header)?;
     let mut comp = RawComputation {
         name: Reference {
             name: "",
@@ -525,10 +547,35 @@ fn lower_computation_close(file: &SourceFile, line: Line) -> Result<Option<Strin
 /// Shapes already lowered, by their text (one table per worker).
 type ShapeCache<'a> = HashMap<&'a str, Arc<Shape>>;
 
+/// Where lowered shapes are kept by their spelling: a worker's table while
+/// loading, the module's shared one for bodies parsed on demand.
+pub(super) trait Shapes<'a> {
+    fn get(&self, text: &str) -> Option<Arc<Shape>>;
+    fn insert(&mut self, text: &'a str, shape: Arc<Shape>);
+}
+
+impl<'a> Shapes<'a> for ShapeCache<'a> {
+    fn get(&self, text: &str) -> Option<Arc<Shape>> {
+        HashMap::get(self, text).cloned()
+    }
+    fn insert(&mut self, text: &'a str, shape: Arc<Shape>) {
+        HashMap::insert(self, text, shape);
+    }
+}
+
+impl<'a> Shapes<'a> for HashMap<Box<str>, Arc<Shape>> {
+    fn get(&self, text: &str) -> Option<Arc<Shape>> {
+        HashMap::get(self, text).cloned()
+    }
+    fn insert(&mut self, text: &'a str, shape: Arc<Shape>) {
+        HashMap::insert(self, Box::from(text), shape);
+    }
+}
+
 pub(super) fn lower_instruction<'a>(
     file: &'a SourceFile,
     line: Line<'a>,
-    shapes: &mut ShapeCache<'a>,
+    shapes: &mut impl Shapes<'a>,
 ) -> Result<RawInstruction<'a>, Error> {
     let at = At {
         file,
@@ -564,7 +611,7 @@ pub(super) fn lower_instruction<'a>(
             Rule::shape_text => {
                 let text = p.as_str();
                 instr.shape = match shapes.get(text) {
-                    Some(shape) => shape.clone(),
+                    Some(shape) => shape,
                     None => {
                         let shape = Arc::new(lower_shape_text(file, line, at.offset(&p), text)?);
                         shapes.insert(text, shape.clone());
@@ -579,6 +626,16 @@ pub(super) fn lower_instruction<'a>(
         }
     }
     Ok(instr)
+}
+
+/// The opcode of an instruction line, read by `instruction_head` (its first
+/// words only).
+pub(super) fn lower_opcode(file: &SourceFile, line: Line) -> Result<Opcode, Error> {
+    let head = parse::parse_line(file, Rule::instruction_head, line)?;
+    Ok(head
+        .into_inner()
+        .find(|p| p.as_rule() == Rule::opcode)
+        .map_or(Opcode::Tuple, |p| Opcode::parse(p.as_str())))
 }
 
 /// Parses and lowers the shape an instruction line spells at `offset`. Should the
