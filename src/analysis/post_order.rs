@@ -74,10 +74,13 @@ fn call_graph_post_order(module: &Module) -> Vec<CompId> {
     let n = module.computations.len();
     let mut callees: Vec<Vec<CompId>> = vec![Vec::new(); n];
     let mut called = vec![false; n];
+    // Each computation's callees once, in first-call order. An unrolled entry
+    // calls tens of thousands of fusion bodies: a set, not a scan per call.
+    let mut seen: std::collections::HashSet<(usize, CompId)> = std::collections::HashSet::new();
     for (ci, comp) in module.computations.iter().enumerate() {
         for &id in &comp.instructions {
             for &(_, callee) in module.instr(id).called.iter() {
-                if !callees[ci].contains(&callee) {
+                if seen.insert((ci, callee)) {
                     callees[ci].push(callee);
                 }
                 if callee.index() != ci {
