@@ -439,22 +439,14 @@ fn find_reusable(
 ) -> Option<usize> {
     let (module, dataflow) = (check.module, check.dataflow);
     let buffer = &dataflow.buffers[b.index()];
-    let may_join_live_out = buffer.values.iter().all(|v| {
-        let value = &dataflow.values[v.index()];
-        module
-            .instr(value.instr)
-            .shape
-            .subshape(&value.index)
-            .is_none_or(|s| {
-                check
-                    .target
-                    .may_join_live_out(s, module.instr(value.instr).computation == module.entry)
-            })
-    });
+    // Newer libtpu keeps every other buffer out of an allocation that may be
+    // returned, and a returned buffer out of every other allocation
+    // (`Target::may_join_live_out`).
+    let may_join_live_out = check.target.may_join_live_out();
     let fits = |a: usize| {
         let allocation = &allocations[a];
         allocation.reusable
-            && (may_join_live_out || !allocation.maybe_live_out)
+            && (may_join_live_out || !(allocation.maybe_live_out || live_out))
             && allocation.color == color
             && if live_out {
                 allocation.size == buffer.size

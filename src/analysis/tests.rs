@@ -310,3 +310,40 @@ fn donation_needs_a_copy_when_a_reader_is_not_an_ancestor_of_the_write() {
         );
     }
 }
+
+/// `must_not_live_out` on TPU: libtpu 0.0.42 lets a temporary move into an
+/// output's allocation once the two never live together; newer libtpu (read
+/// from the text: async copies carry a `dma_priority`) keeps every buffer but
+/// the output's own out, so the temporaries need a temp block of their own
+/// (`Target::may_join_live_out`; libtpu 0.0.52's reports, e.g. an undonated
+/// Adam step's m/v updates of an output's very shape).
+#[test]
+fn newer_libtpu_keeps_other_buffers_out_of_returned_allocations() {
+    let text = |config: &str| {
+        format!(
+            "HloModule m, is_scheduled=true\n\nENTRY %e (p: f32[1024]) -> f32[1024] {{\n  \
+             %p = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             %t = f32[1024]{{0:T(1024)}} exponential(%p){config}\n  \
+             %u = f32[1024]{{0:T(1024)}} negate(%t)\n  \
+             ROOT %r = f32[1024]{{0:T(1024)}} add(%u, %p)\n}}\n"
+        )
+    };
+    let temp_and_output = |config: &str| {
+        let m = parse(&text(config));
+        let target = Target::detect(&m);
+        let model = analyze(&m, &target);
+        (
+            target.newer_libtpu,
+            model.totals.temp_bytes,
+            model.totals.output_bytes,
+        )
+    };
+    assert_eq!(temp_and_output(""), (false, 0, 4096));
+    let (newer, temp, output) = temp_and_output(r#", backend_config={"dma_priority":1}"#);
+    assert!(newer);
+    assert_eq!(output, 4096);
+    assert!(
+        temp >= 4096,
+        "the temporaries stay in the temp block: {temp}"
+    );
+}
