@@ -300,10 +300,8 @@ impl Deferred {
                 module.instr(id)
             }
         };
-        verify::verify_body(file, module, &computation, &lookup)?;
-        if let Some(&caller) = body.caller.get() {
-            verify::verify_caller(file, module, caller, (body.comp, &computation), &lookup)?;
-        }
+        let caller = body.caller.get().copied();
+        verify::verify_body(file, module, (body.comp, &computation), caller, &lookup)?;
         Ok(Parsed {
             computation,
             instructions,
@@ -415,19 +413,12 @@ fn scan_line<'a>(
     calls: &mut Vec<(CallRole, &'a str, usize)>,
 ) -> Option<(usize, &'static str)> {
     let mut stack: Vec<u8> = Vec::new();
-    let (mut in_string, mut escaped) = (false, false);
+    let mut strings = super::parse::Strings::default();
     for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+        if !strings.outside(b) {
             continue;
         }
         match b {
-            b'"' => in_string = true,
             b'(' | b'[' | b'{' => stack.push(b),
             b')' | b']' | b'}' => {
                 let open = match b {
@@ -443,7 +434,7 @@ fn scan_line<'a>(
             _ => {}
         }
     }
-    if in_string {
+    if strings.unclosed() {
         return Some((text.len().saturating_sub(1), "a string is not closed"));
     }
     (!stack.is_empty()).then(|| (text.len().saturating_sub(1), "a bracket is not closed"))

@@ -181,20 +181,12 @@ pub fn parse_line<'a>(
 /// The offset at which brackets first nest deeper than `MAX_NESTING`, outside strings.
 fn too_deep(text: &str) -> Option<usize> {
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
+    let mut strings = Strings::default();
     for (i, b) in text.bytes().enumerate() {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
+        if !strings.outside(b) {
             continue;
         }
         match b {
-            b'"' => in_string = true,
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -206,6 +198,36 @@ fn too_deep(text: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// Tells a line's bytes inside `"..."` strings (escapes honored) from those
+/// outside, one byte at a time, for the scans that look at brackets only.
+#[derive(Default)]
+pub(super) struct Strings {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Strings {
+    /// Whether `b`, the next byte, is outside a string (an opening quote is).
+    pub(super) fn outside(&mut self, b: u8) -> bool {
+        if self.in_string {
+            match b {
+                _ if self.escaped => self.escaped = false,
+                b'\\' => self.escaped = true,
+                b'"' => self.in_string = false,
+                _ => {}
+            }
+            return false;
+        }
+        self.in_string = b == b'"';
+        true
+    }
+
+    /// Whether the bytes seen so far end inside a string.
+    pub(super) fn unclosed(&self) -> bool {
+        self.in_string
+    }
 }
 
 fn syntax_error(file: &SourceFile, rule: Rule, line: Line, e: &pest::error::Error<Rule>) -> Error {

@@ -32,48 +32,20 @@ pub(super) fn verify(
     check.call_graph_is_acyclic()?;
     check.aliases_exist(header, &computations[entry.index()])?;
     for comp in computations {
-        if header.is_scheduled {
-            check.defined_before_use(comp)?;
-        }
-        check.uses_are_acyclic(comp)?;
-        for &id in &comp.instructions {
-            check.instruction(id)?;
-        }
+        check.computation(comp, header.is_scheduled)?;
     }
     Ok(())
 }
 
-/// The rules of [`verify`] for a deferred body, once it is parsed; `lookup`
+/// The rules of [`verify`] for a deferred body `comp` (computation `callee`),
+/// once it is parsed, and the signature of the fusion that calls it, if known
+/// (checked here rather than at load, where the body was not read). `lookup`
 /// finds its instructions and the module's.
 pub(super) fn verify_body<'a>(
     file: &'a SourceFile,
     module: &'a Module,
-    comp: &Computation,
-    lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
-) -> Result<(), Error> {
-    let check = Verifier {
-        file,
-        computations: &module.computations,
-        lookup,
-    };
-    if module.header.is_scheduled {
-        check.defined_before_use(comp)?;
-    }
-    check.uses_are_acyclic(comp)?;
-    for &id in &comp.instructions {
-        check.instruction(id)?;
-    }
-    Ok(())
-}
-
-/// The fusion `caller` passes the parsed body `comp` values of its parameters'
-/// shapes and expects its result's (checked here rather than at load, where
-/// the body was not read).
-pub(super) fn verify_caller<'a>(
-    file: &'a SourceFile,
-    module: &'a Module,
-    caller: InstrId,
     (callee, comp): (CompId, &Computation),
+    caller: Option<InstrId>,
     lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
 ) -> Result<(), Error> {
     let check = Verifier {
@@ -81,7 +53,11 @@ pub(super) fn verify_caller<'a>(
         computations: &module.computations,
         lookup,
     };
-    check.signature(caller, (CallRole::Calls, callee), comp)
+    check.computation(comp, module.header.is_scheduled)?;
+    match caller {
+        Some(caller) => check.signature(caller, (CallRole::Calls, callee), comp),
+        None => Ok(()),
+    }
 }
 
 struct Verifier<'a> {
@@ -160,6 +136,18 @@ fn arrays_compatible(a: &ArrayShape, b: &ArrayShape) -> bool {
 impl<'a> Verifier<'a> {
     fn instr(&self, id: InstrId) -> &'a Instruction {
         (self.lookup)(id)
+    }
+
+    /// The rules that hold within one computation.
+    fn computation(&self, comp: &Computation, scheduled: bool) -> Result<(), Error> {
+        if scheduled {
+            self.defined_before_use(comp)?;
+        }
+        self.uses_are_acyclic(comp)?;
+        for &id in &comp.instructions {
+            self.instruction(id)?;
+        }
+        Ok(())
     }
 
     fn error(&self, id: InstrId, title: String, label: &str) -> Error {
