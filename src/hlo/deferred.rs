@@ -155,12 +155,6 @@ impl Deferred {
             .clone()
     }
 
-    /// How many bodies were read so far, of how many.
-    pub fn parsed_count(&self) -> (usize, usize) {
-        let parsed = self.bodies.iter().filter(|b| b.parsed.get().is_some());
-        (parsed.count(), self.bodies.len())
-    }
-
     pub(super) fn instr<'m>(&'m self, module: &'m Module, id: InstrId) -> &'m Instruction {
         let flat = id.0 & !InstrId::DEFERRED;
         let k = self.bodies.partition_point(|b| b.base <= flat) - 1;
@@ -170,14 +164,6 @@ impl Deferred {
 
     pub(super) fn computation<'m>(&'m self, module: &'m Module, k: u32) -> &'m Computation {
         &self.parsed(module, k as usize).computation
-    }
-
-    pub(super) fn parse_all(&self, module: &Module) -> Result<(), Error> {
-        use rayon::prelude::*;
-        (0..self.bodies.len()).into_par_iter().for_each(|k| {
-            self.parsed(module, k);
-        });
-        Ok(())
     }
 
     /// The first error of a body read so far, in file order.

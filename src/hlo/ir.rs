@@ -225,13 +225,6 @@ impl Module {
         self.instructions.iter().filter(|i| !i.synthetic).count() + self.deferred.line_count()
     }
 
-    /// Parses every deferred body now (`--strict`), so that a malformed one is
-    /// an error even if no analysis reads it.
-    pub fn parse_all(&self) -> Result<(), crate::error::Error> {
-        self.deferred.parse_all(self)?;
-        self.deferred_error()
-    }
-
     /// The first error met while parsing a deferred body on demand. The
     /// pipeline asks after the report is built: an analysis that read a broken
     /// body saw an empty one, and its numbers must not be shown.
