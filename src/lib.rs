@@ -5,6 +5,12 @@
 //! ([`findings`]) → report ([`report`]) → renderers ([`render`]). The pipeline
 //! runs those stages and does all file I/O. See ARCHITECTURE.md.
 
+// pest is built without its `std` feature, which checks the remaining stack
+// at every rule (a tenth of the parse); pest's generated code then names
+// `alloc`. Lines are parsed only once their bracket nesting is known to be
+// shallow (`hlo::parse`), so the check has nothing to catch.
+extern crate alloc;
+
 pub mod analysis;
 pub mod error;
 pub mod findings;

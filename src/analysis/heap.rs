@@ -272,6 +272,18 @@ fn dying_operand(
     None
 }
 
+/// A group already placed, as the packing scans it.
+struct Placed {
+    offset: u64,
+    size: u64,
+    /// The group's span in event time, inclusive.
+    start: u64,
+    end: u64,
+    group: u32,
+    /// The group is one interval: its span says everything about its time.
+    single: bool,
+}
+
 #[derive(Clone, Copy)]
 enum Order {
     Spatial,
@@ -313,9 +325,10 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
         }
     };
     let mut offsets = vec![0u64; groups.len()];
-    // Placed groups as (offset, size, group), kept sorted so that the free gaps
-    // can be read off in one pass without sorting per group.
-    let mut placed: Vec<(u64, u64, usize)> = Vec::with_capacity(groups.len());
+    // Placed groups, kept sorted by (offset, size) so that the free gaps can be
+    // read off in one pass; each carries its time span so that the scan, the
+    // hot loop of the whole accounting, stays within this one array.
+    let mut placed: Vec<Placed> = Vec::with_capacity(groups.len());
     let mut heap_size = 0u64;
     for g in sorted {
         let group = &groups[g];
@@ -323,38 +336,53 @@ fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
             offsets[g] = 0;
             continue;
         }
-        let overlaps = |other: &Group| {
-            other.start <= group.end
-                && group.start <= other.end
-                && group
-                    .intervals
-                    .iter()
-                    .any(|a| other.intervals.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
-        };
+        // Chunks alive at any moment this group is alive, by offset: their
+        // spans first, then, for groups of several intervals, interval by interval.
+        let (start, end, single) = (group.start, group.end, group.intervals.len() == 1);
         let mut best: Option<(u64, u64)> = None; // (offset, free size)
         let mut offset = 0u64;
-        let consider = |free_offset: u64, free_size: u64, best: &mut Option<(u64, u64)>| {
-            if free_size >= group.size && best.is_none_or(|(_, s)| free_size < s) {
-                *best = Some((free_offset, free_size));
-            }
-        };
-        // Chunks alive at any moment this group is alive, by offset.
-        for &(chunk_offset, chunk_size, p) in &placed {
-            if !overlaps(&groups[p]) {
+        for p in &placed {
+            if p.start > end || start > p.end {
                 continue;
             }
-            if chunk_offset > offset {
-                consider(offset, chunk_offset - offset, &mut best);
+            let overlaps = (single && p.single)
+                || group.intervals.iter().any(|a| {
+                    groups[p.group as usize]
+                        .intervals
+                        .iter()
+                        .any(|b| a.0 <= b.1 && b.0 <= a.1)
+                });
+            if !overlaps {
+                continue;
             }
-            offset = offset.max(align(chunk_offset.saturating_add(chunk_size)));
+            if p.offset > offset {
+                let free_size = p.offset - offset;
+                if free_size >= group.size && best.is_none_or(|(_, s)| free_size < s) {
+                    best = Some((offset, free_size));
+                }
+            }
+            // `offset` is aligned already: only a chunk reaching past it moves it.
+            let chunk_end = p.offset.saturating_add(p.size);
+            if chunk_end > offset {
+                offset = align(chunk_end);
+            }
         }
         // The space above the highest chunk is unbounded: the last resort.
         let chosen = best.map_or(offset, |(o, _)| o);
         offsets[g] = chosen;
         heap_size = heap_size.max(chosen.saturating_add(group.size));
-        let entry = (chosen, group.size, g);
-        let at = placed.partition_point(|&(o, s, _)| (o, s) <= (chosen, group.size));
-        placed.insert(at, entry);
+        let at = placed.partition_point(|p| (p.offset, p.size) <= (chosen, group.size));
+        placed.insert(
+            at,
+            Placed {
+                offset: chosen,
+                size: group.size,
+                start: group.start,
+                end: group.end,
+                group: g as u32,
+                single: group.intervals.len() == 1,
+            },
+        );
     }
     (heap_size, offsets)
 }

@@ -367,8 +367,10 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::computation | Rule::comp_header_line | Rule::comp_header | Rule::comp_name => {
             "a computation (`%name (params) -> shape {`)"
         }
-        Rule::instr_line | Rule::instr_lines | Rule::instruction | Rule::instruction_head => {
-            "an instruction (`%name = shape opcode(...)`)"
+        Rule::instruction | Rule::instruction_head => "an instruction (`%name = shape opcode(...)`)",
+        // It runs to the first line that starts with `}`.
+        Rule::instr_lines => {
+            "an instruction (`%name = shape opcode(...)`) or `}` closing the computation"
         }
         Rule::comp_close_line | Rule::comp_close => "`}` closing the computation",
         Rule::stack_tables => "the stack-frame tables",
