@@ -210,7 +210,7 @@ impl Deferred {
             text: header_text,
         };
         super::parse::parse_line(file, super::parse::Rule::comp_header, header)?;
-        let mut shapes = self.shapes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut shapes = &self.shapes;
         let mut instructions = Vec::with_capacity(body.lines.len());
         let mut names = Vec::with_capacity(body.lines.len());
         for &(offset, len) in body.lines.iter() {
@@ -220,11 +220,10 @@ impl Deferred {
                 text: &file.text[offset..offset + len],
             };
             let (instruction, unresolved) =
-                lower::lower_instruction(file, line, &mut *shapes)?.split(body.comp);
+                lower::lower_instruction(file, line, &mut shapes)?.split(body.comp);
             instructions.push(instruction);
             names.push(unresolved.map_err(|e| *e)?);
         }
-        drop(shapes);
         let comp_id_of = |name: &str| self.comp_ids.get(name).copied();
         let raw = lower::RawComputation::of_shell(file, shell);
         let mut arena = Arena {

@@ -367,7 +367,9 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::computation | Rule::comp_header_line | Rule::comp_header | Rule::comp_name => {
             "a computation (`%name (params) -> shape {`)"
         }
-        Rule::instruction | Rule::instruction_head => "an instruction (`%name = shape opcode(...)`)",
+        Rule::instruction | Rule::instruction_head => {
+            "an instruction (`%name = shape opcode(...)`)"
+        }
         // It runs to the first line that starts with `}`.
         Rule::instr_lines => {
             "an instruction (`%name = shape opcode(...)`) or `}` closing the computation"

@@ -46,6 +46,92 @@ pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
     pairs
 }
 
+/// The deferred fusion bodies [`in_place_pairs`] will read: those of fusions
+/// called from parsed computations whose ROOT line is a tuple, a bitcast or an
+/// in-place op. Asked before the dataflow, so that they are parsed in parallel
+/// rather than one at a time as the dataflow reaches them.
+pub fn bodies_in_place_pairs_read(module: &Module) -> Vec<CompId> {
+    use rayon::prelude::*;
+    let fusions: Vec<InstrId> = parsed_fusions(module).collect();
+    fusions
+        .par_iter()
+        .filter_map(|&id| {
+            let comp = fused_computation(module, id)?;
+            let k = module.computations.get(comp.index())?.deferred?;
+            let in_place_root = matches!(
+                module.deferred.root_opcode(module, k),
+                Opcode::Tuple | Opcode::Bitcast | Opcode::DynamicUpdateSlice | Opcode::Scatter
+            );
+            (module.instr(id).output_to_operand_aliasing.is_empty() && in_place_root)
+                .then_some(comp)
+        })
+        .collect()
+}
+
+/// The deferred fusion bodies [`can_share_operand_buffer`] will read, as far
+/// as the live ranges tell: those of fusions with an operand of the output's
+/// shape whose value dies where the output starts (a takeover the heap
+/// simulation and the interference check ask about). A guess that is wrong
+/// costs time only: any other body is still parsed when read.
+pub fn bodies_sharing_reads(
+    module: &Module,
+    dataflow: &crate::analysis::dataflow::Dataflow,
+    ranges: &[Option<crate::analysis::liveness::LiveRange>],
+) -> Vec<CompId> {
+    use rayon::prelude::*;
+    let fusions: Vec<InstrId> = parsed_fusions(module).collect();
+    let mut comps: Vec<CompId> = fusions
+        .par_iter()
+        .filter_map(|&id| {
+            let comp = fused_computation(module, id)?;
+            module.computations.get(comp.index())?.deferred?;
+            let instr = module.instr(id);
+            let outputs = &dataflow.value_of[id.index()];
+            // As the heap simulation asks: a value alone in its buffer taking
+            // over the top-level value of an operand, alone in its own.
+            let alone = |v: crate::analysis::dataflow::ValueId| {
+                dataflow.buffers[dataflow.values[v.index()].buffer.index()]
+                    .values
+                    .len()
+                    == 1
+            };
+            let takes_over = outputs.iter().any(|&v| {
+                let value = &dataflow.values[v.index()];
+                let (Some(start), Some(shape), true) = (
+                    ranges[v.index()].map(|r| r.start),
+                    instr.shape.subshape(&value.index),
+                    alone(v),
+                ) else {
+                    return false;
+                };
+                instr.operands.iter().any(|&op| {
+                    dataflow.value_of[op.index()].first().is_some_and(|&ov| {
+                        let operand = &dataflow.values[ov.index()];
+                        alone(ov)
+                            && ranges[ov.index()].is_some_and(|r| r.end == start)
+                            && module.instr(operand.instr).shape.subshape(&operand.index)
+                                == Some(shape)
+                    })
+                })
+            });
+            takes_over.then_some(comp)
+        })
+        .collect();
+    comps.sort_unstable();
+    comps.dedup();
+    comps
+}
+
+/// Fusion instructions of the computations parsed at load.
+fn parsed_fusions(module: &Module) -> impl Iterator<Item = InstrId> + '_ {
+    module
+        .computations
+        .iter()
+        .filter(|c| c.deferred.is_none())
+        .flat_map(|c| c.instructions.iter().copied())
+        .filter(|&id| module.instr(id).opcode == Opcode::Fusion)
+}
+
 fn fused_computation(module: &Module, id: InstrId) -> Option<CompId> {
     module.instr(id).called.first().map(|&(_, c)| c)
 }

@@ -6,7 +6,7 @@
 //! order, so errors are reported deterministically.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pest::iterators::Pair;
 use rayon::prelude::*;
@@ -563,12 +563,16 @@ impl<'a> Shapes<'a> for ShapeCache<'a> {
     }
 }
 
-impl<'a> Shapes<'a> for HashMap<Box<str>, Arc<Shape>> {
+/// The module's table for bodies parsed on demand, locked per shape so that
+/// bodies parse on several threads at once.
+impl<'a> Shapes<'a> for &Mutex<HashMap<Box<str>, Arc<Shape>>> {
     fn get(&self, text: &str) -> Option<Arc<Shape>> {
-        HashMap::get(self, text).cloned()
+        let table = self.lock().unwrap_or_else(|e| e.into_inner());
+        HashMap::get(&table, text).cloned()
     }
     fn insert(&mut self, text: &'a str, shape: Arc<Shape>) {
-        HashMap::insert(self, Box::from(text), shape);
+        let mut table = self.lock().unwrap_or_else(|e| e.into_inner());
+        HashMap::insert(&mut table, Box::from(text), shape);
     }
 }
 
