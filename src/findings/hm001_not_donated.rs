@@ -271,10 +271,18 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
     let entry = module.entry();
     let root = module.instr(entry.root);
     let header = &module.header;
-    let unavailable = |p: u64| {
-        header.input_output_alias.iter().any(|a| a.parameter == p)
-            || header.buffer_donors.iter().any(|d| d.parameter == p)
-    };
+    // Sets, not scans: a training step donates thousands of parameters.
+    let unavailable: std::collections::HashSet<u64> = header
+        .input_output_alias
+        .iter()
+        .map(|a| a.parameter)
+        .chain(header.buffer_donors.iter().map(|d| d.parameter))
+        .collect();
+    let aliased_outputs: std::collections::HashSet<&[u64]> = header
+        .input_output_alias
+        .iter()
+        .map(|a| a.output_index.as_slice())
+        .collect();
     // Outputs that could receive a parameter: (index, shape, producer, write time).
     // Leaves with their pre-order node numbers, in one walk of the shape.
     let mut outputs: Vec<(Vec<u64>, &crate::hlo::Shape, InstrId, u32)> = root
@@ -285,10 +293,7 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
         .filter(|(_, (index, shape))| {
             !shape.is_tuple()
                 && shape.byte_size() > 0
-                && !header
-                    .input_output_alias
-                    .iter()
-                    .any(|a| a.output_index == *index)
+                && !aliased_outputs.contains(index.as_slice())
         })
         .filter_map(|(node, (index, shape))| {
             let value = *model.dataflow.value_of[entry.root.index()].get(node)?;
@@ -308,7 +313,7 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
         let Some(number) = instr.parameter_number else {
             continue;
         };
-        if instr.shape.is_tuple() || unavailable(number) {
+        if instr.shape.is_tuple() || unavailable.contains(&number) {
             continue;
         }
         let Some(i) = outputs

@@ -224,6 +224,13 @@ impl Module {
         &self.file.text
     }
 
+    /// Whether `needle` occurs anywhere in the module's text: a vectorized
+    /// search, for the markers looked for in a whole dump (a backend's custom
+    /// calls, JAX's transformation names).
+    pub fn text_contains(&self, needle: &str) -> bool {
+        memchr::memmem::find(self.file.text.as_bytes(), needle.as_bytes()).is_some()
+    }
+
     /// The file the module was read from.
     pub fn path(&self) -> &Path {
         &self.file.path

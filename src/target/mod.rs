@@ -160,11 +160,11 @@ impl Target {
                 evidence: Evidence::Marker(format!("tiled layout {shape}")),
                 tpu_version: None,
                 chip_source: None,
-                newer_libtpu: module.text().contains(NEWER_LIBTPU_MARKER),
+                newer_libtpu: module.text_contains(NEWER_LIBTPU_MARKER),
             };
         }
         for &(backend, marker) in MARKERS {
-            if module.text().contains(marker) {
+            if module.text_contains(marker) {
                 return Target {
                     backend,
                     evidence: Evidence::Marker(marker.to_string()),
@@ -199,8 +199,7 @@ impl Target {
             None => Target::detect(module),
             // The libtpu release is in the text even when the user names the backend.
             Some(backend) => Target {
-                newer_libtpu: backend == Backend::Tpu
-                    && module.text().contains(NEWER_LIBTPU_MARKER),
+                newer_libtpu: backend == Backend::Tpu && module.text_contains(NEWER_LIBTPU_MARKER),
                 ..Target::forced(backend)
             },
         }

@@ -275,7 +275,7 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
 pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
     // The text is searched instead of every instruction's metadata: these
     // wrappers appear nowhere but in op_names.
-    let training = module.text().contains("transpose(jvp(");
+    let training = module.text_contains("transpose(jvp(");
     let rematerialized = [
         "remat(",
         "checkpoint(",
@@ -283,7 +283,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
         "rematted_computation",
     ]
     .iter()
-    .any(|w| module.text().contains(w));
+    .any(|w| module.text_contains(w));
     let arguments = arguments::jax_arguments(module);
     let argument_of: HashMap<_, _> = module
         .entry()
