@@ -474,9 +474,24 @@ fn find_reusable(
             }
         }
     }
+    // A training step has thousands of reusable allocations and most hold a
+    // value that overlaps `b` outright: that cheap test runs first.
+    let ranges: Vec<LiveRange> = buffer
+        .values
+        .iter()
+        .filter_map(|v| check.ranges[v.index()])
+        .collect();
+    let may_fit = |a: usize| {
+        let allocation = &allocations[a];
+        allocation.reusable
+            && allocation.color == color
+            && !ranges.iter().any(|&r| occupancy[a].ends_overlap(r))
+    };
     match open_to_outputs {
         // The others would fail the interference check.
-        Some(open) => open.iter().rev().copied().find(|&a| fits(a)),
-        None => (0..allocations.len()).rev().find(|&a| fits(a)),
+        Some(open) => open.iter().rev().copied().find(|&a| may_fit(a) && fits(a)),
+        None => (0..allocations.len())
+            .rev()
+            .find(|&a| may_fit(a) && fits(a)),
     }
 }

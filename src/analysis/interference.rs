@@ -24,6 +24,11 @@ pub struct Occupancy {
     /// it first saves the tree query when thousands of outputs each try
     /// thousands of output allocations.
     tail: Option<LiveRange>,
+    /// The range of a value that starts first (the longest of those). A
+    /// donated parameter's allocation holds the parameter from the start, so
+    /// testing it too settles most candidates of a training step without the
+    /// tree query.
+    head: Option<LiveRange>,
 }
 
 impl Occupancy {
@@ -34,6 +39,14 @@ impl Occupancy {
         self.tail.is_some_and(|t| t.end == end && t.start < end)
     }
 
+    /// Whether `r` overlaps the first or the last value here without either
+    /// ending where the other starts: then it interferes, whatever the values
+    /// (the cheap part of [`Interference::overlaps`]).
+    pub fn ends_overlap(&self, r: LiveRange) -> bool {
+        let strictly = |a: LiveRange| a.overlaps(&r) && a.end != r.start && r.end != a.start;
+        self.tail.is_some_and(strictly) || self.head.is_some_and(strictly)
+    }
+
     /// Records a buffer's values as living in this allocation.
     pub fn add(&mut self, dataflow: &Dataflow, ranges: &[Option<LiveRange>], b: BufferId) {
         for &v in &dataflow.buffers[b.index()].values {
@@ -42,6 +55,12 @@ impl Occupancy {
             };
             if self.tail.is_none_or(|t| r.end > t.end) {
                 self.tail = Some(r);
+            }
+            if self
+                .head
+                .is_none_or(|h| r.start < h.start || (r.start == h.start && r.end > h.end))
+            {
+                self.head = Some(r);
             }
             let key = u64::from(r.start)..u64::from(r.end) + 1;
             match self.ranges.get_mut(key.clone()) {
@@ -71,11 +90,7 @@ impl Interference<'_> {
             let Some(rb) = self.ranges[vb.index()] else {
                 return false;
             };
-            // Ranges that overlap without either ending where the other
-            // starts cannot be a handover: they interfere, whatever the values.
-            let strictly_overlaps =
-                |ra: LiveRange| ra.overlaps(&rb) && ra.end != rb.start && rb.end != ra.start;
-            if occupancy.tail.is_some_and(strictly_overlaps) {
+            if occupancy.ends_overlap(rb) {
                 return true;
             }
             let query = u64::from(rb.start)..u64::from(rb.end) + 1;

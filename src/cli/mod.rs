@@ -329,7 +329,9 @@ fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
 
 /// Writes rendered output, ignoring a closed pipe (`hlomem ... | head`).
 pub fn write_out(render: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) -> Result<(), u8> {
-    let mut stdout = std::io::stdout().lock();
+    // Standard output is line-buffered: a JSON report of a big module is
+    // hundreds of thousands of lines, each its own write without this buffer.
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     match render(&mut stdout).and_then(|_| stdout.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
