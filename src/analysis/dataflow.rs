@@ -7,7 +7,8 @@
 //! values; `while` and `conditional` results are phi values merged with their
 //! inputs; in-place ops and the entry's `input_output_alias` merge buffers.
 
-use std::collections::{HashMap, HashSet};
+// Fx, not SipHash: keys are ids, and these maps are on the hot path.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::graph::{CompKind, ModuleGraph};
 use super::sharing;
@@ -508,7 +509,7 @@ impl Builder<'_> {
             let mut uses: Vec<(InstrId, u32)> = Vec::new();
             // One position lists each (user, operand) once; a value at several
             // positions (a tuple holding it twice) may meet the same use again.
-            let mut seen: HashSet<(InstrId, u32)> = HashSet::new();
+            let mut seen: HashSet<(InstrId, u32)> = HashSet::default();
             let dedup = v.positions.len() > 1;
             for &(instr, node) in &v.positions {
                 for (user, k) in self.graph.users(instr) {
@@ -541,7 +542,7 @@ impl Builder<'_> {
                 parent[hi as usize] = lo;
             }
         }
-        let mut buffer_of_root: HashMap<u32, BufferId> = HashMap::new();
+        let mut buffer_of_root: HashMap<u32, BufferId> = HashMap::default();
         let mut buffers: Vec<Buffer> = Vec::new();
         for (v, value) in values.iter_mut().enumerate() {
             let root = find(&mut parent, v as u32);

@@ -10,7 +10,8 @@
 //!    keep the smaller heap; or, where the target says so (TPU HBM, see
 //!    [`Target::heap_order`]), once in the order the groups start.
 
-use std::collections::{HashMap, HashSet};
+// Fx, not SipHash: keys are ids, and these maps are on the hot path.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::liveness::LiveRange;
@@ -105,8 +106,8 @@ pub fn simulate(
     let size_of = |v: ValueId| dataflow.buffers[dataflow.values[v.index()].buffer.index()].size;
 
     let mut intervals: Vec<Interval> = Vec::new();
-    let mut interval_of: HashMap<ValueId, usize> = HashMap::new();
-    let mut first_of_buffer: HashMap<BufferId, ValueId> = HashMap::new();
+    let mut interval_of: HashMap<ValueId, usize> = HashMap::default();
+    let mut first_of_buffer: HashMap<BufferId, ValueId> = HashMap::default();
     let mut counter = 0u64;
     let mut live_bytes = 0u64;
     let mut peak_live = 0u64;

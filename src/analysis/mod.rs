@@ -16,7 +16,8 @@ pub mod verify;
 pub mod whatif;
 
 use self::assign::{AllocationKind, Assignment};
-use std::collections::HashMap;
+// Fx, not SipHash: keys are ids, and these maps are on the hot path.
+use rustc_hash::FxHashMap as HashMap;
 
 use self::dataflow::{BufferId, Dataflow, ValueId};
 use self::graph::ModuleGraph;
@@ -230,7 +231,7 @@ fn live_peak(
         };
         Some((a, offset, value.size))
     };
-    let mut starts: HashMap<(usize, u32), Vec<(u64, u64)>> = HashMap::new();
+    let mut starts: HashMap<(usize, u32), Vec<(u64, u64)>> = HashMap::default();
     for (i, r) in ranges.iter().enumerate() {
         if let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) {
             starts.entry((a, r.start)).or_default().push((offset, size));
@@ -297,7 +298,7 @@ fn live_peak(
         }
     }
     let t = best_time as u32;
-    let mut live: HashMap<BufferId, (ValueId, u64)> = HashMap::new();
+    let mut live: HashMap<BufferId, (ValueId, u64)> = HashMap::default();
     for (i, r) in occupancy.iter().enumerate() {
         if r.is_some_and(|r| r.start <= t && t <= r.end) {
             let v = ValueId(i as u32);

@@ -315,7 +315,8 @@ pub(super) fn check_structure<'a>(
     comp: &str,
     lines: &[(u32, u32)],
 ) -> Result<Structure<'a>, Error> {
-    let mut names: HashSet<&str> = HashSet::with_capacity(lines.len());
+    let mut names: rustc_hash::FxHashSet<&str> =
+        HashSet::with_capacity_and_hasher(lines.len(), Default::default());
     let mut structure = Structure {
         root: None,
         calls: Vec::new(),

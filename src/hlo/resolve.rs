@@ -200,7 +200,8 @@ pub(super) fn resolve_computation(
     let count = names.len();
     // Names are looked up per computation; register them all first so that
     // control-predecessors may point forward.
-    let mut local: HashMap<&str, usize> = HashMap::with_capacity(names.len());
+    let mut local: rustc_hash::FxHashMap<&str, usize> =
+        HashMap::with_capacity_and_hasher(names.len(), Default::default());
     for (i, instr) in names.iter().enumerate() {
         if local.insert(instr.name.name, i).is_some() {
             return Err(error_at(

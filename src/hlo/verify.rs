@@ -265,7 +265,11 @@ impl<'a> Verifier<'a> {
     /// In a scheduled module the text order is the execution order: every
     /// operand and control predecessor comes before its user.
     fn defined_before_use(&self, comp: &Computation) -> Result<(), Error> {
-        let mut defined = std::collections::HashSet::with_capacity(comp.instructions.len());
+        let mut defined: rustc_hash::FxHashSet<_> =
+            std::collections::HashSet::with_capacity_and_hasher(
+                comp.instructions.len(),
+                Default::default(),
+            );
         for &id in &comp.instructions {
             let instr = self.instr(id);
             let early = instr
@@ -293,7 +297,7 @@ impl<'a> Verifier<'a> {
 
     /// Operands and control predecessors form a DAG within a computation.
     fn uses_are_acyclic(&self, comp: &Computation) -> Result<(), Error> {
-        let position: std::collections::HashMap<InstrId, usize> = comp
+        let position: rustc_hash::FxHashMap<InstrId, usize> = comp
             .instructions
             .iter()
             .enumerate()

@@ -250,7 +250,7 @@ fn lower_lines<'a>(
     lines
         .par_iter()
         .with_min_len(256)
-        .map_init(ShapeCache::new, |shapes, &(c, line)| {
+        .map_init(ShapeCache::default, |shapes, &(c, line)| {
             let comp = CompId(c as u32);
             let split = match lower_instruction(file, line, shapes) {
                 Ok(raw) => raw.split(comp),
@@ -545,7 +545,7 @@ fn lower_computation_close(file: &SourceFile, line: Line) -> Result<Option<Strin
 }
 
 /// Shapes already lowered, by their text (one table per worker).
-type ShapeCache<'a> = HashMap<&'a str, Arc<Shape>>;
+type ShapeCache<'a> = rustc_hash::FxHashMap<&'a str, Arc<Shape>>;
 
 /// Where lowered shapes are kept by their spelling: a worker's table while
 /// loading, the module's shared one for bodies parsed on demand.
