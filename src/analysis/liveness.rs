@@ -3,7 +3,7 @@
 
 use super::dataflow::{Dataflow, ValueId};
 use super::schedule::Schedule;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::target::Target;
@@ -30,7 +30,7 @@ pub fn live_ranges(
     target: &Target,
 ) -> Vec<Option<LiveRange>> {
     // Newer libtpu starts an async computation's result at the async-start.
-    let mut async_start_of: HashMap<InstrId, InstrId> = HashMap::new();
+    let mut async_start_of: HashMap<InstrId, InstrId> = HashMap::default();
     if target.async_result_starts_at_start() {
         for (i, instr) in module.instructions.iter().enumerate() {
             if instr.opcode == Opcode::AsyncStart {

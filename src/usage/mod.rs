@@ -13,7 +13,7 @@ mod role;
 pub mod scope;
 pub mod source;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
@@ -200,13 +200,13 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
         return;
     }
     let wanted: HashMap<crate::hlo::InstrId, Vec<usize>> =
-        orphans.iter().fold(HashMap::new(), |mut map, &i| {
+        orphans.iter().fold(HashMap::default(), |mut map, &i| {
             map.entry(model.peak.buffers[i].instruction)
                 .or_default()
                 .push(i);
             map
         });
-    let mut found: HashMap<crate::hlo::InstrId, Vec<SourceLocation>> = HashMap::new();
+    let mut found: HashMap<crate::hlo::InstrId, Vec<SourceLocation>> = HashMap::default();
     // A fusion without metadata often fuses ops that have it.
     let stack_of = |instr: crate::hlo::InstrId| {
         let own = module.stack(instr);
@@ -393,7 +393,7 @@ fn group_by<K: std::hash::Hash + Eq + Clone>(
     key: impl Fn(&BufferUse) -> K,
     live_peak: u64,
 ) -> Vec<(K, GroupSize, usize, usize)> {
-    let mut index: HashMap<K, usize> = HashMap::new();
+    let mut index: HashMap<K, usize> = HashMap::default();
     let mut groups: Vec<(K, GroupSize, usize, usize)> = Vec::new();
     for (i, b) in buffers.iter().enumerate() {
         let k = key(b);

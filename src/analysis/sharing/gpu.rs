@@ -6,7 +6,7 @@
 //! fusion's reduced operand does not block sharing: the reduction is emitted
 //! first.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::{is_elementwise, is_elementwise_on_operand};
 use crate::hlo::{CompId, InstrId, Module, Opcode, Shape};
@@ -208,7 +208,7 @@ fn scatter_inputs(module: &Module, scatter: InstrId) -> usize {
 
 /// Each fused instruction's users, in computation order.
 fn users_in(module: &Module, comp: CompId) -> HashMap<InstrId, Vec<InstrId>> {
-    let mut users: HashMap<InstrId, Vec<InstrId>> = HashMap::new();
+    let mut users: HashMap<InstrId, Vec<InstrId>> = HashMap::default();
     for &id in &module.comp(comp).instructions {
         for &op in &module.instr(id).operands {
             let list = users.entry(op).or_default();
