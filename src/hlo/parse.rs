@@ -43,6 +43,7 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
     let module = HloParser::parse(Rule::module, text)
         .map_err(|e| {
             mlir_error(file)
+                .or_else(|| indented_close(file, 0, text))
                 .unwrap_or_else(|| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))
         })?
         .next()
@@ -74,6 +75,11 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
                             let mut offset = 0;
                             for text in p.as_str().split_inclusive('\n') {
                                 let body = text.trim_end_matches(['\n', '\r']);
+                                let trimmed = body.trim_start_matches([' ', '\t']);
+                                if trimmed.starts_with('}') {
+                                    let at = base + offset + body.len() - trimmed.len();
+                                    return Err(indented_close_error(file, at));
+                                }
                                 if !body.trim().is_empty() {
                                     instructions.push(Line {
                                         offset: base + offset,
@@ -96,6 +102,35 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
         }
     }
     Ok(outline)
+}
+
+/// A computation's instruction lines run to the first line that starts with
+/// `}` (one search per computation): a closing brace with spaces before it,
+/// which XLA never prints, would silently join the next computation to this
+/// one. Said plainly, at that line; `text` starts at `base` in the file.
+fn indented_close(file: &SourceFile, base: usize, text: &str) -> Option<Error> {
+    let mut offset = base;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start_matches([' ', '\t']);
+        if trimmed.len() < line.len() && trimmed.starts_with('}') {
+            return Some(indented_close_error(
+                file,
+                offset + line.len() - trimmed.len(),
+            ));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn indented_close_error(file: &SourceFile, at: usize) -> Error {
+    Error::at(
+        file,
+        at..at + 1,
+        "a computation's closing `}` must start its line",
+        "spaces before the closing brace",
+    )
+    .with_note("XLA prints it at the start of the line; remove the spaces before it")
 }
 
 /// StableHLO and other MLIR text (`module @jit_f attributes {...} {`,
