@@ -7,8 +7,9 @@
 
 // pest is built without its `std` feature, which checks the remaining stack
 // at every rule (a tenth of the parse); pest's generated code then names
-// `alloc`. Lines are parsed only once their bracket nesting is known to be
-// shallow (`hlo::parse`), so the check has nothing to catch.
+// `alloc`. The check has nothing to catch: the HLO grammar recurses only
+// within a line, and lines are parsed once their bracket nesting is known to
+// be shallow (`hlo::parse::too_deep`); the OOM and report grammars do not recurse.
 extern crate alloc;
 
 pub mod analysis;

@@ -43,7 +43,7 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
     let module = HloParser::parse(Rule::module, text)
         .map_err(|e| {
             mlir_error(file)
-                .or_else(|| indented_close(file, 0, text))
+                .or_else(|| indented_close(file))
                 .unwrap_or_else(|| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))
         })?
         .next()
@@ -106,17 +106,24 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
 
 /// A computation's instruction lines run to the first line that starts with
 /// `}` (one search per computation): a closing brace with spaces before it,
-/// which XLA never prints, would silently join the next computation to this
-/// one. Said plainly, at that line; `text` starts at `base` in the file.
-fn indented_close(file: &SourceFile, base: usize, text: &str) -> Option<Error> {
-    let mut offset = base;
-    for line in text.split_inclusive('\n') {
+/// which XLA never prints, makes the search run on. When it runs to the end of
+/// the file the grammar fails there; said plainly, at the brace. (When it stops
+/// at a later computation's close, `outline` finds the brace among the lines.)
+/// An indented `}` right after a header closes an empty computation, which
+/// the grammar accepts. Asked only after the grammar refused the file.
+fn indented_close(file: &SourceFile) -> Option<Error> {
+    let mut offset = 0;
+    let mut after_header = false;
+    for line in file.text.split_inclusive('\n') {
         let trimmed = line.trim_start_matches([' ', '\t']);
-        if trimmed.len() < line.len() && trimmed.starts_with('}') {
+        if trimmed.len() < line.len() && trimmed.starts_with('}') && !after_header {
             return Some(indented_close_error(
                 file,
                 offset + line.len() - trimmed.len(),
             ));
+        }
+        if !line.trim().is_empty() {
+            after_header = line.trim_end().ends_with('{');
         }
         offset += line.len();
     }

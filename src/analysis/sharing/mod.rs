@@ -9,6 +9,8 @@
 mod gpu;
 mod tpu;
 
+use crate::analysis::dataflow::{Dataflow, ValueId};
+use crate::analysis::liveness::LiveRange;
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
 use crate::target::{Backend, Target};
 
@@ -75,8 +77,8 @@ pub fn bodies_in_place_pairs_read(module: &Module) -> Vec<CompId> {
 /// costs time only: any other body is still parsed when read.
 pub fn bodies_sharing_reads(
     module: &Module,
-    dataflow: &crate::analysis::dataflow::Dataflow,
-    ranges: &[Option<crate::analysis::liveness::LiveRange>],
+    dataflow: &Dataflow,
+    ranges: &[Option<LiveRange>],
 ) -> Vec<CompId> {
     use rayon::prelude::*;
     let fusions: Vec<InstrId> = parsed_fusions(module).collect();
@@ -89,7 +91,7 @@ pub fn bodies_sharing_reads(
             let outputs = &dataflow.value_of[id.index()];
             // As the heap simulation asks: a value alone in its buffer taking
             // over the top-level value of an operand, alone in its own.
-            let alone = |v: crate::analysis::dataflow::ValueId| {
+            let alone = |v: ValueId| {
                 dataflow.buffers[dataflow.values[v.index()].buffer.index()]
                     .values
                     .len()
