@@ -89,6 +89,39 @@ pub fn node_of(shape: &Shape, index: &[u64]) -> Option<usize> {
     Some(node)
 }
 
+/// [`node_of`] for many indices into one shape: where each top-level element's
+/// nodes start is summed once. An entry's result may be a tuple of thousands
+/// of arrays, and every aliased output asks for its node.
+pub struct NodeIndex<'s> {
+    shape: &'s Shape,
+    starts: Vec<usize>,
+}
+
+impl<'s> NodeIndex<'s> {
+    pub fn new(shape: &'s Shape) -> NodeIndex<'s> {
+        let mut next = 1;
+        let starts = shape
+            .tuple_elements()
+            .iter()
+            .map(|e| {
+                let start = next;
+                next += node_count(e);
+                start
+            })
+            .collect();
+        NodeIndex { shape, starts }
+    }
+
+    pub fn node_of(&self, index: &[u64]) -> Option<usize> {
+        let Some((&first, rest)) = index.split_first() else {
+            return Some(0);
+        };
+        let i = usize::try_from(first).ok()?;
+        let start = *self.starts.get(i)?;
+        Some(start + node_of(&self.shape.tuple_elements()[i], rest)?)
+    }
+}
+
 /// Stack left before a nested evaluation moves to a new heap-allocated segment.
 const STACK_RED_ZONE: usize = 128 * 1024;
 /// Size of each new segment.
@@ -453,11 +486,13 @@ impl Builder<'_> {
         let module = self.module;
         let entry = module.entry();
         let root = entry.root;
+        let outputs = NodeIndex::new(&module.instr(root).shape);
         for alias in aliases {
             let Some(&param) = entry.parameters.get(alias.parameter as usize) else {
                 continue;
             };
-            let out = node_of(&module.instr(root).shape, &alias.output_index)
+            let out = outputs
+                .node_of(&alias.output_index)
                 .and_then(|n| self.value_of[root.index()].get(n).copied());
             let input = node_of(&module.instr(param).shape, &alias.parameter_index)
                 .and_then(|n| self.value_of[param.index()].get(n).copied());

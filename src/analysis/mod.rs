@@ -131,12 +131,12 @@ pub fn analyze(module: &Module, target: &Target) -> MemoryModel {
 /// what donating (or not donating) parameters would change (a what-if).
 pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
     // Fusion bodies the rules will read are parsed first, on all cores.
-    module.read_bodies(&sharing::bodies_in_place_pairs_read(module));
+    sharing::read_in_place_pairs(module);
     let graph = ModuleGraph::build(module);
     let schedule = Schedule::build(module, &graph);
     let dataflow = Dataflow::build(module, &graph, aliases, target);
     let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule, target);
-    module.read_bodies(&sharing::bodies_sharing_reads(module, &dataflow, &ranges));
+    sharing::read_sharing_queries(target, module, &dataflow, &ranges);
     let assignment = assign::assign(module, aliases, &graph, &dataflow, &ranges, target);
     let mut totals = Totals {
         by_space: vec![SpaceBytes {

@@ -11,10 +11,11 @@
 
 use serde::Serialize;
 
-use super::{donate_fix, jax_arguments, Finding, InstrRef};
+use super::{donate_fix, Finding, InstrRef};
 use crate::analysis::{self, whatif, MemoryModel};
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
+use crate::usage::ParameterOrigin;
 
 /// HM001's facts: one Python argument (or parameter) whose arrays outputs
 /// could reuse, and what donating it saves.
@@ -121,16 +122,14 @@ struct Candidate {
     bytes: u64,
 }
 
-pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) -> Vec<Finding> {
     let candidates = candidates(module, model);
     // One what-if per Python argument (or per parameter without metadata).
     let mut groups: Vec<(String, Vec<Candidate>)> = Vec::new();
-    let arguments = jax_arguments(module);
     for c in candidates {
-        let key = arguments
+        let key = origins
             .get(c.parameter as usize)
-            .cloned()
-            .flatten()
+            .and_then(|o| o.argument.clone())
             .map_or_else(|| format!("#{}", c.parameter), |(name, _)| name);
         match groups.iter_mut().find(|(k, _)| *k == key) {
             Some((_, members)) => members.push(c),
@@ -190,7 +189,9 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 .op_name(p)
                 .unwrap_or_else(|| module.instr(p).name.clone())
         };
-        let named = arguments.get(first.parameter as usize).cloned().flatten();
+        let named = origins
+            .get(first.parameter as usize)
+            .and_then(|o| o.argument.clone());
         let evidence = Evidence {
             argument: named.as_ref().map(|(name, _)| name.clone()),
             argnum: named.map(|(_, index)| index),

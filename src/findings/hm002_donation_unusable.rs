@@ -164,11 +164,14 @@ impl Evidence {
     }
 }
 
-pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+pub fn check(
+    module: &Module,
+    model: &MemoryModel,
+    origins: &[crate::usage::ParameterOrigin],
+) -> Vec<Finding> {
     let entry = module.entry();
     let root = &module.instr(entry.root).shape;
     let outputs = root.leaves();
-    let arguments = super::jax_arguments(module);
     // One finding per argument, in the order donors are listed.
     let mut by_argument: Vec<(Option<String>, u64, Vec<UnusableArray>)> = Vec::new();
     for donor in &module.header.buffer_donors {
@@ -209,14 +212,13 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         } else {
             Unusable::SameSizeOutputsTaken { outputs: same_size }
         };
-        let argument = arguments
-            .get(donor.parameter as usize)
-            .cloned()
-            .flatten()
+        let origin = origins.get(donor.parameter as usize);
+        let argument = origin
+            .and_then(|o| o.argument.clone())
             .map(|(name, _)| name);
         let array = UnusableArray {
             parameter: donor.parameter,
-            path: module.op_name(p),
+            path: origin.and_then(|o| o.op_name.clone()),
             shape: shape.to_string(),
             bytes,
             reason,

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::{Finding, InstrRef};
 use crate::analysis::assign::AllocationKind;
-use crate::analysis::dataflow::node_of;
+use crate::analysis::dataflow::NodeIndex;
 use crate::analysis::{whatif, MemoryModel};
 use crate::hlo::{InstrId, Module, Opcode};
 use crate::units::human_bytes;
@@ -279,6 +279,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         vec![root]
     };
     let mut findings = Vec::new();
+    let outputs = NodeIndex::new(&module.instr(root).shape);
     for alias in &module.header.input_output_alias {
         let Some(&param) = entry.parameters.get(alias.parameter as usize) else {
             continue;
@@ -286,7 +287,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         if !alias.parameter_index.is_empty() {
             continue; // tupled parameters: not produced by JAX today
         }
-        let Some(node) = node_of(&module.instr(root).shape, &alias.output_index) else {
+        let Some(node) = outputs.node_of(&alias.output_index) else {
             continue;
         };
         let Some(&out_value) = model.dataflow.value_of[root.index()].get(node) else {

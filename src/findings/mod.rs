@@ -285,8 +285,12 @@ pub fn reported(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<
 /// Every finding for a module, most bytes at stake first.
 pub fn run(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Finding> {
     let mut findings = Vec::new();
-    findings.extend(hm001_not_donated::check(module, model));
-    findings.extend(hm002_donation_unusable::check(module, model));
+    findings.extend(hm001_not_donated::check(module, model, &usage.parameters));
+    findings.extend(hm002_donation_unusable::check(
+        module,
+        model,
+        &usage.parameters,
+    ));
     findings.extend(hm003_donation_copied::check(module, model));
     findings.extend(hm004_output_copies_parameter::check(module, model));
     findings.extend(hm005_temps_dominate::check(module, model, usage));
@@ -300,16 +304,6 @@ pub fn run(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Findi
     findings
 }
 
-/// The top-level Python argument of a parameter's `op_name` (`params['w']` → `params`)
-/// and its position among the module's top-level arguments, for `donate_argnums`.
-pub fn jax_argument(module: &Module, number: u64) -> Option<(String, usize)> {
-    jax_arguments(module)
-        .into_iter()
-        .nth(number as usize)
-        .flatten()
-}
-
-pub use crate::usage::arguments::jax_arguments;
 use crate::usage::PeakUsage;
 
 /// `donate_argnums=(1,)` / `donate_argnames="params"` advice for a

@@ -53,9 +53,35 @@ pub(super) struct DeferredBody {
     calls: Box<[(CallRole, CompId)]>,
     /// The fusion that calls it, known once its caller is resolved.
     caller: OnceLock<InstrId>,
-    /// The ROOT line's opcode, read alone (see [`Deferred::root_opcode`]).
-    root_opcode: OnceLock<Opcode>,
+    /// What was read of each line alone ([`Deferred::line`]), allocated on
+    /// the first read.
+    reads: OnceLock<Box<[LineReads]>>,
+    /// `(name offset, name length, line)` of every line, sorted by name: an
+    /// operand's line is found without parsing the body.
+    names: OnceLock<Box<[(u32, u32, u32)]>>,
     parsed: OnceLock<Parsed>,
+}
+
+/// One line of a deferred body, as far as it was read alone.
+#[derive(Default)]
+struct LineReads {
+    /// From its first words (`instruction_head`), or from `read`.
+    opcode: OnceLock<Opcode>,
+    read: OnceLock<LineRead>,
+    /// Its users' lines.
+    users: OnceLock<Box<[u32]>>,
+}
+
+/// One line of a deferred body read alone: what the sharing rules ask of an
+/// instruction inside a fusion (its opcode, shape and operands), without the
+/// rest of the body. See [`Deferred::line`].
+#[derive(Debug)]
+pub struct LineRead {
+    pub opcode: Opcode,
+    pub shape: Arc<Shape>,
+    /// Operands, as lines of the same body.
+    pub operands: Box<[u32]>,
+    pub parameter_number: Option<u64>,
 }
 
 struct Parsed {
@@ -90,7 +116,8 @@ impl DeferredBody {
             lines: lines.into_boxed_slice(),
             calls: calls.into_boxed_slice(),
             caller: OnceLock::new(),
-            root_opcode: OnceLock::new(),
+            reads: OnceLock::new(),
+            names: OnceLock::new(),
             parsed: OnceLock::new(),
         }
     }
@@ -136,23 +163,178 @@ impl Deferred {
         if let Some(parsed) = body.parsed.get() {
             return module.instr(parsed.computation.root).opcode.clone();
         }
-        body.root_opcode
-            .get_or_init(|| {
-                let root = module.computations[body.comp.index()].root;
-                let (offset, len) =
-                    body.lines[((root.0 & !InstrId::DEFERRED) - body.base) as usize];
-                let (offset, len) = (offset as usize, len as usize);
-                let line = Line {
-                    offset,
-                    text: &module.file.text[offset..offset + len],
-                };
-                match lower::lower_opcode(&module.file, line) {
-                    Ok(opcode) => opcode,
-                    // The full parse reports the error.
-                    Err(_) => module.instr(root).opcode.clone(),
-                }
-            })
+        self.line_opcode(module, k, self.root_line(module, k))
             .clone()
+    }
+
+    /// Whether the text of body `k` contains `needle`: a search, no parse. An
+    /// opcode no line spells (`dynamic-update-slice(`) is in no instruction.
+    pub fn body_mentions(&self, module: &Module, k: u32, needle: &str) -> bool {
+        let body = &self.bodies[k as usize];
+        let (Some(&(first, _)), Some(&(last, len))) = (body.lines.first(), body.lines.last())
+        else {
+            return false;
+        };
+        let text = &module.file.text.as_bytes()[first as usize..(last + len) as usize];
+        memchr::memmem::find(text, needle.as_bytes()).is_some()
+    }
+
+    /// Whether body `k` has been parsed in full (successfully or not).
+    pub fn is_parsed(&self, k: u32) -> bool {
+        self.bodies[k as usize].parsed.get().is_some()
+    }
+
+    /// The line of body `k` that is its ROOT.
+    pub fn root_line(&self, module: &Module, k: u32) -> u32 {
+        let body = &self.bodies[k as usize];
+        (module.computations[body.comp.index()].root.0 & !InstrId::DEFERRED) - body.base
+    }
+
+    /// Line `i` of body `k`, read alone the first time it is asked for: the
+    /// grammar's `instruction` rule on that line, and its operands looked up
+    /// among the body's names. Most questions about a fusion reach a few of
+    /// its lines (its root and what the root reads), so the rest is never
+    /// parsed. A line that does not parse, or names an operand the body does
+    /// not define, makes the whole body parse: its error is then the one a
+    /// full read reports ([`Module::deferred_error`]), and the line reads as
+    /// an empty tuple.
+    pub fn line(&self, module: &Module, k: u32, i: u32) -> &LineRead {
+        self.reads(k)[i as usize].read.get_or_init(|| {
+            self.read_line(module, &self.bodies[k as usize], i)
+                .unwrap_or_else(|| {
+                    self.parsed(module, k as usize);
+                    LineRead {
+                        opcode: Opcode::Tuple,
+                        shape: Arc::new(Shape::Tuple(Vec::new())),
+                        operands: Box::default(),
+                        parameter_number: None,
+                    }
+                })
+        })
+    }
+
+    /// The opcode of line `i` of body `k`, from the line's first words only
+    /// (`instruction_head`) unless the line was read already: most lines a
+    /// rule reaches are asked only what they are.
+    pub fn line_opcode(&self, module: &Module, k: u32, i: u32) -> &Opcode {
+        let reads = &self.reads(k)[i as usize];
+        if let Some(read) = reads.read.get() {
+            return &read.opcode;
+        }
+        reads.opcode.get_or_init(|| {
+            let (offset, len) = self.bodies[k as usize].lines[i as usize];
+            let (offset, len) = (offset as usize, len as usize);
+            let line = Line {
+                offset,
+                text: &module.file.text[offset..offset + len],
+            };
+            match lower::lower_opcode(&module.file, line) {
+                Ok(opcode) => opcode,
+                // The full read reports the error.
+                Err(_) => self.line(module, k, i).opcode.clone(),
+            }
+        })
+    }
+
+    fn reads(&self, k: u32) -> &[LineReads] {
+        let body = &self.bodies[k as usize];
+        body.reads
+            .get_or_init(|| body.lines.iter().map(|_| LineReads::default()).collect())
+    }
+
+    fn read_line(&self, module: &Module, body: &DeferredBody, i: u32) -> Option<LineRead> {
+        let file = &module.file;
+        let (offset, len) = body.lines[i as usize];
+        let (offset, len) = (offset as usize, len as usize);
+        let line = Line {
+            offset,
+            text: &file.text[offset..offset + len],
+        };
+        let mut shapes = &self.shapes;
+        let raw = lower::lower_instruction(file, line, &mut shapes).ok()?;
+        let (opcode, shape, parameter_number, operands) = raw.into_line_parts();
+        let operands = operands
+            .iter()
+            .map(|op| {
+                // Compact `%t#0` operands never occur in a deferred body.
+                op.tuple_path.is_empty().then_some(())?;
+                self.line_named(module, body, op.reference.name)
+            })
+            .collect::<Option<Box<[u32]>>>()?;
+        Some(LineRead {
+            opcode,
+            shape,
+            operands,
+            parameter_number,
+        })
+    }
+
+    /// The line of `body` that defines `name`.
+    fn line_named(&self, module: &Module, body: &DeferredBody, name: &str) -> Option<u32> {
+        let text = module.file.text.as_str();
+        let names = body.names.get_or_init(|| {
+            let mut names: Vec<(u32, u32, u32)> = body
+                .lines
+                .iter()
+                .enumerate()
+                .map(|(i, &(offset, len))| {
+                    let line = &text[offset as usize..(offset + len) as usize];
+                    let name = line_head(line).name;
+                    (offset + name.start as u32, name.len() as u32, i as u32)
+                })
+                .collect();
+            names.sort_unstable_by_key(|&(at, len, _)| &text[at as usize..(at + len) as usize]);
+            names.into_boxed_slice()
+        });
+        let name_of = |&(at, len, _): &(u32, u32, u32)| &text[at as usize..(at + len) as usize];
+        let k = names.partition_point(|n| name_of(n) < name);
+        names
+            .get(k)
+            .filter(|n| name_of(n) == name)
+            .map(|&(_, _, line)| line)
+    }
+
+    /// The lines of body `k` that have line `i` among their operands. Found
+    /// by the text first: only lines that name it (as a whole word) are read.
+    pub fn line_users(&self, module: &Module, k: u32, i: u32) -> &[u32] {
+        self.reads(k)[i as usize].users.get_or_init(|| {
+            let body = &self.bodies[k as usize];
+            let text = module.file.text.as_str();
+            let (offset, len) = body.lines[i as usize];
+            let own = &text[offset as usize..(offset + len) as usize];
+            let name = &own[line_head(own).name];
+            let word = |line: &str, at: usize| {
+                let before = line[..at].chars().next_back();
+                let after = line[at + name.len()..].chars().next();
+                !before.is_some_and(|c| is_name_char(c) && c != '%')
+                    && !after.is_some_and(is_name_char)
+            };
+            let finder = memchr::memmem::Finder::new(name.as_bytes());
+            (0..body.lines.len() as u32)
+                .filter(|&j| {
+                    let (offset, len) = body.lines[j as usize];
+                    let line = &text[offset as usize..(offset + len) as usize];
+                    j != i
+                        && finder.find_iter(line.as_bytes()).any(|at| word(line, at))
+                        && self.line(module, k, j).operands.contains(&i)
+                })
+                .collect()
+        })
+    }
+
+    /// The line of body `k` that is `parameter(number)`.
+    pub fn parameter_line(&self, module: &Module, k: u32, number: u64) -> Option<u32> {
+        let body = &self.bodies[k as usize];
+        let text = module.file.text.as_str();
+        let finder = memchr::memmem::Finder::new(b" parameter(");
+        (0..body.lines.len() as u32).find(|&j| {
+            let (offset, len) = body.lines[j as usize];
+            let line = &text[offset as usize..(offset + len) as usize];
+            finder.find(line.as_bytes()).is_some() && {
+                *self.line_opcode(module, k, j) == Opcode::Parameter
+                    && self.line(module, k, j).parameter_number == Some(number)
+            }
+        })
     }
 
     pub(super) fn instr<'m>(&'m self, module: &'m Module, id: InstrId) -> &'m Instruction {
@@ -324,28 +506,24 @@ pub(super) fn check_structure<'a>(
     for (i, &(offset, len)) in lines.iter().enumerate() {
         let (offset, len) = (offset as usize, len as usize);
         let text = &file.text[offset..offset + len];
-        let indent = text.len() - text.trim_start().len();
-        let mut rest = &text[indent..];
-        let mut at = offset + indent;
-        if let Some(after) = rest.strip_prefix("ROOT ") {
+        let head = line_head(text);
+        if let Some(root) = head.root {
             if structure.root.is_some() {
                 return Err(Error::at(
                     file,
-                    at..at + 4,
+                    offset + root..offset + root + 4,
                     format!("computation `%{comp}` has two ROOTs"),
                     "second ROOT",
                 ));
             }
             structure.root = Some(i);
-            at += 5;
-            rest = after;
         }
-        let name_len = rest.find(|c: char| !is_name_char(c)).unwrap_or(rest.len());
-        let name = rest[..name_len].trim_start_matches('%');
-        if name.is_empty() || !rest[name_len..].starts_with(" = ") {
+        let token = offset + head.token.start..offset + head.token.end;
+        let name = &text[head.name];
+        if name.is_empty() || !head.defines {
             return Err(Error::at(
                 file,
-                at..at + name_len.max(1),
+                token.start..token.end.max(token.start + 1),
                 "expected an instruction: `name = shape opcode(operands)`",
                 "not an instruction",
             ));
@@ -353,7 +531,7 @@ pub(super) fn check_structure<'a>(
         if !names.insert(name) {
             return Err(Error::at(
                 file,
-                at..at + name_len,
+                token,
                 format!("instruction `%{name}` is defined twice"),
                 "second definition",
             ));
@@ -369,6 +547,36 @@ pub(super) fn check_structure<'a>(
         }
     }
     Ok(structure)
+}
+
+/// Where a line's `[ROOT ]%name = ` prefix puts things, relative to the line.
+struct LineHead {
+    /// Where `ROOT` is, if the line starts with it.
+    root: Option<usize>,
+    /// The name as written, `%` included.
+    token: std::ops::Range<usize>,
+    /// The name without its `%`.
+    name: std::ops::Range<usize>,
+    /// The name is followed by ` = `.
+    defines: bool,
+}
+
+fn line_head(text: &str) -> LineHead {
+    let indent = text.len() - text.trim_start().len();
+    let mut at = indent;
+    let root = text[at..].starts_with("ROOT ").then_some(indent);
+    if root.is_some() {
+        at += 5;
+    }
+    let rest = &text[at..];
+    let token_len = rest.find(|c: char| !is_name_char(c)).unwrap_or(rest.len());
+    let percent = rest[..token_len].len() - rest[..token_len].trim_start_matches('%').len();
+    LineHead {
+        root,
+        token: at..at + token_len,
+        name: at + percent..at + token_len,
+        defines: rest[token_len..].starts_with(" = "),
+    }
 }
 
 fn is_name_char(c: char) -> bool {

@@ -302,6 +302,17 @@ impl Module {
         )
     }
 
+    /// [`Module::op_name`] and [`Module::stack`] from one read of the metadata.
+    pub fn op_name_and_stack(&self, instr: InstrId) -> (Option<String>, Vec<SourceLocation>) {
+        let metadata = self.metadata(instr);
+        (
+            metadata
+                .op_name
+                .map(|s| super::metadata::unescape(self.slice(s))),
+            metadata.stack(&self.file.text, &self.stack_frames),
+        )
+    }
+
     /// Where in the user's program an instruction comes from, when the dump says.
     pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
         self.metadata(instr)

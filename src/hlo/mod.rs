@@ -14,7 +14,7 @@ mod resolve;
 pub mod shape;
 mod verify;
 
-pub use deferred::Deferred;
+pub use deferred::{Deferred, LineRead};
 pub use ir::*;
 pub use metadata::{Metadata, SourceLocation, StackFrameIndex};
 pub use opcode::Opcode;

@@ -309,7 +309,8 @@ impl ModuleReport {
         let parameters: Vec<ParameterReport> = entry
             .parameters
             .iter()
-            .map(|&id| parameter_report(module, &model.target, id))
+            .zip(&usage.parameters)
+            .map(|(&id, origin)| parameter_report(module, &model.target, id, origin))
             .collect();
         let result = &module.instr(entry.root).shape;
         // The first alias entry of each output (a model may have thousands of each).
@@ -360,7 +361,7 @@ impl ModuleReport {
                 .iter()
                 .fold(0u64, |acc, p| acc.saturating_add(p.bytes)),
             result_shape_bytes: model.target.total_size(result),
-            arguments: argument_reports(module, &parameters),
+            arguments: argument_reports(module, &parameters, &usage.parameters),
             differences: differences(module, model),
             parameters,
             outputs,
@@ -375,7 +376,11 @@ impl ModuleReport {
     }
 }
 
-fn argument_reports(module: &Module, parameters: &[ParameterReport]) -> Vec<ArgumentReport> {
+fn argument_reports(
+    module: &Module,
+    parameters: &[ParameterReport],
+    origins: &[crate::usage::ParameterOrigin],
+) -> Vec<ArgumentReport> {
     let donated: std::collections::HashSet<u64> = module
         .header
         .input_output_alias
@@ -384,11 +389,8 @@ fn argument_reports(module: &Module, parameters: &[ParameterReport]) -> Vec<Argu
         .chain(module.header.buffer_donors.iter().map(|d| d.parameter))
         .collect();
     let mut out: Vec<ArgumentReport> = Vec::new();
-    for (p, argument) in parameters
-        .iter()
-        .zip(crate::usage::arguments::jax_arguments(module))
-    {
-        let Some((name, argnum)) = argument else {
+    for (p, origin) in parameters.iter().zip(origins) {
+        let Some((name, argnum)) = origin.argument.clone() else {
             continue;
         };
         let i = match out.iter().position(|a| a.argnum == argnum) {
@@ -507,16 +509,16 @@ fn parameter_report(
     module: &Module,
     target: &crate::target::Target,
     id: InstrId,
+    origin: &crate::usage::ParameterOrigin,
 ) -> ParameterReport {
     let instr = module.instr(id);
-    let (op_name, source) = module.origin(id);
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
         name: instr.name.clone(),
         shape: (*instr.shape).clone(),
         bytes: target.total_size(&instr.shape),
-        op_name,
-        source: source.map(|l| l.to_string()),
+        op_name: origin.op_name.clone(),
+        source: origin.source.as_ref().map(|l| l.to_string()),
     }
 }
 

@@ -2,18 +2,32 @@
 //! parameter by its pytree path (`params['h_0']['kernel']`, `opt_state[0].mu`),
 //! whose first part is the Python argument.
 
-use crate::hlo::Module;
+use crate::hlo::{Module, SourceLocation};
 
-/// The top-level Python argument of every entry parameter's `op_name`
-/// (`params['w']` → `params`) and its position among the module's top-level
-/// arguments (for `donate_argnums`), by parameter number.
-pub fn jax_arguments(module: &Module) -> Vec<Option<(String, usize)>> {
-    let top = top_name;
-    let tops: Vec<Option<String>> = module
-        .entry()
-        .parameters
+/// An entry parameter as its metadata tells it.
+#[derive(Debug, Clone, Default)]
+pub struct ParameterOrigin {
+    /// JAX's name for it: the pytree path, `params['w']`.
+    pub op_name: Option<String>,
+    /// Where the program passed it, when the dump says.
+    pub source: Option<SourceLocation>,
+    /// The top-level Python argument of its `op_name` (`params['w']` →
+    /// `params`) and that argument's position among the module's top-level
+    /// arguments (for `donate_argnums`).
+    pub argument: Option<(String, usize)>,
+}
+
+/// Every entry parameter's origin, by parameter number. Each reads the
+/// parameter's metadata (a grammar parse), on all cores: a model may have
+/// thousands of parameters, and the report and the findings all ask.
+pub fn parameter_origins(module: &Module) -> Vec<ParameterOrigin> {
+    use rayon::prelude::*;
+    let params = &module.entry().parameters;
+    let read: Vec<(Option<String>, Option<SourceLocation>)> =
+        params.par_iter().map(|&p| module.origin(p)).collect();
+    let tops: Vec<Option<String>> = read
         .iter()
-        .map(|&p| module.op_name(p).map(|name| top(&name)))
+        .map(|(op_name, _)| op_name.as_deref().map(top_name))
         .collect();
     let mut order: Vec<&str> = Vec::new();
     for t in tops.iter().flatten() {
@@ -21,11 +35,20 @@ pub fn jax_arguments(module: &Module) -> Vec<Option<(String, usize)>> {
             order.push(t);
         }
     }
-    tops.iter()
+    let arguments: Vec<Option<(String, usize)>> = tops
+        .iter()
         .map(|t| {
             let t = t.as_ref()?;
             let index = order.iter().position(|n| n == t)?;
             Some((t.clone(), index))
+        })
+        .collect();
+    read.into_iter()
+        .zip(arguments)
+        .map(|((op_name, source), argument)| ParameterOrigin {
+            op_name,
+            source,
+            argument,
         })
         .collect()
 }

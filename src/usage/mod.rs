@@ -13,12 +13,14 @@ mod role;
 pub mod scope;
 pub mod source;
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::Serialize;
 
 use crate::analysis::{BufferKind, MemoryModel};
 use crate::hlo::{Module, Opcode, SourceLocation};
+pub use arguments::ParameterOrigin;
 pub use role::Role;
 pub use scope::Phase;
 
@@ -44,6 +46,10 @@ pub struct PeakUsage {
     /// `MemoryModel::peak.buffers` (the report copies them onto its rows).
     #[serde(skip)]
     pub buffers: Vec<BufferUse>,
+    /// Each entry parameter's origin, by number, read once for the report
+    /// and the findings too.
+    #[serde(skip)]
+    pub parameters: Vec<arguments::ParameterOrigin>,
 }
 
 /// Sizes shared by every kind of group.
@@ -284,26 +290,27 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
     ]
     .iter()
     .any(|w| module.text_contains(w));
-    let arguments = arguments::jax_arguments(module);
+    let parameters = arguments::parameter_origins(module);
     let argument_of: HashMap<_, _> = module
         .entry()
         .parameters
         .iter()
-        .zip(&arguments)
-        .map(|(&p, a)| (p, a.as_ref().map(|(name, _)| name.clone())))
+        .zip(&parameters)
+        .map(|(&p, o)| (p, o.argument.as_ref().map(|(name, _)| name.clone())))
         .collect();
-    let names: std::collections::HashSet<&str> = arguments
+    let names: std::collections::HashSet<&str> = parameters
         .iter()
-        .flatten()
+        .filter_map(|o| o.argument.as_ref())
         .map(|(name, _)| name.as_str())
         .collect();
+    // Each buffer reads its instruction's metadata (a grammar parse): on all cores.
     let buffers: Vec<BufferUse> = model
         .peak
         .buffers
-        .iter()
+        .par_iter()
         .map(|b| {
             let instr = module.instr(b.instruction);
-            let (op_name, _) = module.origin(b.instruction);
+            let (op_name, stack) = module.op_name_and_stack(b.instruction);
             let phase = op_name.as_deref().map_or(Phase::Outside, scope::phase);
             let is_entry_parameter =
                 instr.opcode == Opcode::Parameter && instr.computation == module.entry;
@@ -334,7 +341,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
                 stack: if b.kind == BufferKind::Parameter && is_entry_parameter {
                     Vec::new() // an argument's frames are where jit was called, not what made it
                 } else {
-                    module.stack(b.instruction)
+                    stack
                 },
                 made_by_xla: false,
                 op_name,
@@ -360,6 +367,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
         by_role: role::groups(&buffers, live_peak),
         by_scope: by_scope(&buffers, live_peak),
         buffers,
+        parameters,
     }
 }
 

@@ -209,3 +209,70 @@ fn strict_and_default_give_the_same_numbers() {
         );
     }
 }
+
+/// The sharing rules read a deferred body line by line, finding a value's
+/// users by its name in the text first. Names that are prefixes of others
+/// (`%p.1`, `%p.10`), a name inside a string, and users that are or are not
+/// elementwise must give the numbers a full parse gives; and the variants
+/// must differ, or the comparison would not see a wrong reading.
+#[test]
+fn bodies_read_line_by_line_give_the_numbers_of_a_full_parse() {
+    let module = |first_user: &str, second_user: &str| {
+        format!(
+            r#"HloModule m, entry_computation_layout={{(f32[4096]{{0}}, f32[4096]{{0}})->f32[4096]{{0}}}}
+
+%fused (p.1: f32[4096], p.10: f32[4096]) -> f32[4096] {{
+  %p.10 = f32[4096]{{0}} parameter(1)
+  %p.1 = f32[4096]{{0}} parameter(0)
+  %u.1 = f32[4096]{{0}} {first_user}(%p.1), dimensions={{0}}, metadata={{op_name="reads %p.10 and p.10"}}
+  %u.10 = f32[4096]{{0}} {second_user}(%p.10), dimensions={{0}}
+  ROOT %sum = f32[4096]{{0}} add(%u.1, %u.10)
+}}
+
+ENTRY %main (a: f32[4096], b: f32[4096]) -> f32[4096] {{
+  %a = f32[4096]{{0}} parameter(0)
+  %b = f32[4096]{{0}} parameter(1)
+  %x = f32[4096]{{0}} add(%a, %b)
+  %y = f32[4096]{{0}} multiply(%a, %b)
+  %f = f32[4096]{{0}} fusion(%x, %y), kind=kLoop, calls=%fused
+  ROOT %r = f32[4096]{{0}} negate(%f)
+}}
+"#
+        )
+        .replace(", dimensions={0}", "")
+        .replacen("broadcast(%p.1)", "broadcast(%p.1), dimensions={0}", 1)
+        .replacen("broadcast(%p.10)", "broadcast(%p.10), dimensions={0}", 1)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut temps = Vec::new();
+    for (first, second) in [
+        ("negate", "broadcast"),
+        ("broadcast", "negate"),
+        ("negate", "negate"),
+        ("broadcast", "broadcast"),
+    ] {
+        let path = write(
+            dir.path(),
+            "m_cpu_after_optimizations.txt",
+            &module(first, second),
+        );
+        let (lazy, strict) = (analyze(&path, false), analyze(&path, true));
+        assert!(
+            lazy.errors.is_empty(),
+            "{first}/{second}: {:?}",
+            lazy.errors
+        );
+        assert!(
+            strict.errors.is_empty(),
+            "{first}/{second}: {:?}",
+            strict.errors
+        );
+        let (a, b) = (&lazy.modules[0].memory, &strict.modules[0].memory);
+        assert_eq!(a.temp_bytes, b.temp_bytes, "{first}/{second}");
+        assert_eq!(a.total_bytes, b.total_bytes, "{first}/{second}");
+        temps.push(a.temp_bytes);
+    }
+    // Both operands may be taken over only when both users are elementwise,
+    // neither when both are broadcasts.
+    assert!(temps[2] < temps[3], "{temps:?}");
+}

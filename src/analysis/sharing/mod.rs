@@ -6,9 +6,11 @@
 //! - [`can_share_operand_buffer`]: whether an output *may* take over an operand
 //!   buffer that dies at this instruction (`CanShareOperandBufferWithUser`).
 
+mod fused;
 mod gpu;
 mod tpu;
 
+use self::fused::{Fused, Node};
 use crate::analysis::dataflow::{Dataflow, ValueId};
 use crate::analysis::liveness::LiveRange;
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
@@ -48,80 +50,75 @@ pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
     pairs
 }
 
-/// The deferred fusion bodies [`in_place_pairs`] will read: those of fusions
-/// called from parsed computations whose ROOT line is a tuple, a bitcast or an
-/// in-place op. Asked before the dataflow, so that they are parsed in parallel
-/// rather than one at a time as the dataflow reaches them.
-pub fn bodies_in_place_pairs_read(module: &Module) -> Vec<CompId> {
+/// Reads, on all cores, the lines of fusion bodies that [`in_place_pairs`]
+/// will read: of the fusions in parsed computations whose ROOT line is a
+/// tuple, a bitcast or an in-place op. Asked before the dataflow, which would
+/// otherwise read them one fusion at a time.
+pub fn read_in_place_pairs(module: &Module) {
     use rayon::prelude::*;
     let fusions: Vec<InstrId> = parsed_fusions(module).collect();
-    fusions
-        .par_iter()
-        .filter_map(|&id| {
-            let comp = fused_computation(module, id)?;
-            let k = module.computations.get(comp.index())?.deferred?;
-            let in_place_root = matches!(
-                module.deferred.root_opcode(module, k),
-                Opcode::Tuple | Opcode::Bitcast | Opcode::DynamicUpdateSlice | Opcode::Scatter
-            );
-            (module.instr(id).output_to_operand_aliasing.is_empty() && in_place_root)
-                .then_some(comp)
-        })
-        .collect()
+    fusions.par_iter().for_each(|&id| {
+        if let Some(comp) = fused_computation(module, id) {
+            if module.instr(id).output_to_operand_aliasing.is_empty() {
+                fusion_in_place_pairs(module, comp);
+            }
+        }
+    });
 }
 
-/// The deferred fusion bodies [`can_share_operand_buffer`] will read, as far
-/// as the live ranges tell: those of fusions with an operand of the output's
-/// shape whose value dies where the output starts (a takeover the heap
-/// simulation and the interference check ask about). A guess that is wrong
-/// costs time only: any other body is still parsed when read.
-pub fn bodies_sharing_reads(
+/// Asks, on all cores, the questions the heap simulation and the interference
+/// check will ask [`can_share_operand_buffer`] about fusions, as far as the
+/// live ranges tell: may a fusion's output take over an operand of its shape
+/// whose value dies where the output starts. The answers are not kept; the
+/// lines of fusion bodies they read are, so the one-at-a-time asking later
+/// reads no line. A guess that is wrong costs time only.
+pub fn read_sharing_queries(
+    target: &Target,
     module: &Module,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
-) -> Vec<CompId> {
+) {
     use rayon::prelude::*;
     let fusions: Vec<InstrId> = parsed_fusions(module).collect();
-    let mut comps: Vec<CompId> = fusions
-        .par_iter()
-        .filter_map(|&id| {
-            let comp = fused_computation(module, id)?;
-            module.computations.get(comp.index())?.deferred?;
-            let instr = module.instr(id);
-            let outputs = &dataflow.value_of[id.index()];
-            // As the heap simulation asks: a value alone in its buffer taking
-            // over the top-level value of an operand, alone in its own.
-            let alone = |v: ValueId| {
-                dataflow.buffers[dataflow.values[v.index()].buffer.index()]
-                    .values
-                    .len()
-                    == 1
+    fusions.par_iter().for_each(|&id| {
+        let Some(comp) = fused_computation(module, id) else {
+            return;
+        };
+        if module.computations[comp.index()].deferred.is_none() {
+            return;
+        }
+        let instr = module.instr(id);
+        // As the heap simulation asks: a value alone in its buffer taking
+        // over the top-level value of an operand, alone in its own.
+        let alone = |v: ValueId| {
+            dataflow.buffers[dataflow.values[v.index()].buffer.index()]
+                .values
+                .len()
+                == 1
+        };
+        for &v in &dataflow.value_of[id.index()] {
+            let value = &dataflow.values[v.index()];
+            let (Some(start), Some(shape), true) = (
+                ranges[v.index()].map(|r| r.start),
+                instr.shape.subshape(&value.index),
+                alone(v),
+            ) else {
+                continue;
             };
-            let takes_over = outputs.iter().any(|&v| {
-                let value = &dataflow.values[v.index()];
-                let (Some(start), Some(shape), true) = (
-                    ranges[v.index()].map(|r| r.start),
-                    instr.shape.subshape(&value.index),
-                    alone(v),
-                ) else {
-                    return false;
+            for &op in &instr.operands {
+                let Some(&ov) = dataflow.value_of[op.index()].first() else {
+                    continue;
                 };
-                instr.operands.iter().any(|&op| {
-                    dataflow.value_of[op.index()].first().is_some_and(|&ov| {
-                        let operand = &dataflow.values[ov.index()];
-                        alone(ov)
-                            && ranges[ov.index()].is_some_and(|r| r.end == start)
-                            && module.instr(operand.instr).shape.subshape(&operand.index)
-                                == Some(shape)
-                    })
-                })
-            });
-            takes_over.then_some(comp)
-        })
-        .collect();
-    comps.sort_unstable();
-    comps.dedup();
-    comps
+                let operand = &dataflow.values[ov.index()];
+                if alone(ov)
+                    && ranges[ov.index()].is_some_and(|r| r.end == start)
+                    && module.instr(operand.instr).shape.subshape(&operand.index) == Some(shape)
+                {
+                    can_share_operand_buffer(target, module, op, &operand.index, id, &value.index);
+                }
+            }
+        }
+    });
 }
 
 /// Fusion instructions of the computations parsed at load.
@@ -142,9 +139,16 @@ fn fused_computation(module: &Module, id: InstrId) -> Option<CompId> {
 /// its source; an in-place source whose in-place operand is a fused parameter
 /// makes that fusion operand alias the output (`GetFusionInstructionInPlaceInputOutputPairs`).
 fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
-    // Only these roots lead to an in-place op; others need no body.
+    // Only these roots lead to an in-place op; others need no body. And a
+    // body whose text spells no in-place opcode has none.
     if let Some(k) = module.computations[comp.index()].deferred {
-        let root = module.deferred.root_opcode(module, k);
+        let deferred = &module.deferred;
+        if !deferred.body_mentions(module, k, "dynamic-update-slice(")
+            && !deferred.body_mentions(module, k, "scatter(")
+        {
+            return Vec::new();
+        }
+        let root = deferred.root_opcode(module, k);
         if !matches!(
             root,
             Opcode::Tuple | Opcode::Bitcast | Opcode::DynamicUpdateSlice | Opcode::Scatter
@@ -152,75 +156,81 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
             return Vec::new();
         }
     }
-    let root = module.comp(comp).root;
-    let mut outputs: Vec<(Vec<u64>, InstrId)> = Vec::new();
-    let root_instr = module.instr(root);
-    if root_instr.opcode == Opcode::Tuple {
-        for (i, &op) in root_instr.operands.iter().enumerate() {
+    let body = Fused::of(module, comp);
+    let root = body.root();
+    let mut outputs: Vec<(Vec<u64>, Node)> = Vec::new();
+    if *body.opcode(root) == Opcode::Tuple {
+        for (i, op) in body.operands(root).into_iter().enumerate() {
             outputs.push((vec![i as u64], op));
         }
     } else {
         outputs.push((vec![], root));
     }
-    let mut pairs = Vec::new();
-    for (index, mut source) in outputs {
-        while module.instr(source).opcode == Opcode::Bitcast {
-            match module.instr(source).operands.first() {
-                Some(&op) => source = op,
+    let through_bitcasts = |mut n: Node| {
+        while *body.opcode(n) == Opcode::Bitcast {
+            match body.operands(n).first() {
+                Some(&op) => n = op,
                 None => break,
             }
         }
-        let in_place_operand = match module.instr(source).opcode {
-            Opcode::DynamicUpdateSlice | Opcode::Scatter => {
-                module.instr(source).operands.first().copied()
-            }
+        n
+    };
+    let mut pairs = Vec::new();
+    for (index, source) in outputs {
+        let source = through_bitcasts(source);
+        let in_place_operand = match body.opcode(source) {
+            Opcode::DynamicUpdateSlice | Opcode::Scatter => body.operands(source).first().copied(),
             _ => None,
         };
-        let Some(mut operand) = in_place_operand else {
+        let Some(operand) = in_place_operand else {
             continue;
         };
-        while module.instr(operand).opcode == Opcode::Bitcast {
-            match module.instr(operand).operands.first() {
-                Some(&op) => operand = op,
-                None => break,
-            }
-        }
-        if let Some(n) = module.instr(operand).parameter_number {
-            if module.instr(operand).opcode == Opcode::Parameter {
-                pairs.push(OperandAlias {
-                    output_index: index,
-                    operand: n,
-                    operand_index: vec![],
-                });
-            }
+        if let Some(n) = body.parameter_number(through_bitcasts(operand)) {
+            pairs.push(OperandAlias {
+                output_index: index,
+                operand: n,
+                operand_index: vec![],
+            });
         }
     }
     pairs
 }
 
-/// `HloInstruction::IsElementwiseOnOperand` for single instructions.
-pub fn is_elementwise(module: &Module, id: InstrId) -> bool {
+/// `HloInstruction::IsElementwise` by opcode alone; `None` for
+/// `bitcast-convert`, which is elementwise between types of one bit width.
+fn elementwise_opcode(opcode: &Opcode) -> Option<bool> {
     use Opcode::*;
-    let instr = module.instr(id);
-    match &instr.opcode {
+    match opcode {
         Abs | Add | And | Atan2 | Cbrt | Ceil | Clamp | Clz | Compare | Complex | Convert
         | Copy | Cos | Cosh | Divide | Erf | Exp | Expm1 | Floor | Imag | IsFinite | Log
         | Log1p | Logistic | Map | Maximum | Minimum | Multiply | Negate | Not | Or
         | PopulationCount | Power | Real | ReducePrecision | Remainder | RoundNearestAfz
         | RoundNearestEven | Rsqrt | Select | ShiftLeft | ShiftRightArithmetic
         | ShiftRightLogical | Sign | Sin | Sinh | Sqrt | StochasticConvert | Subtract | Tan
-        | Tanh | Xor => true,
-        BitcastConvert => instr.operands.first().is_some_and(|&op| {
-            let from = &module.instr(op).shape;
-            match (&**from, &*instr.shape) {
-                (crate::hlo::Shape::Array(a), crate::hlo::Shape::Array(b)) => {
-                    a.element.bit_width() == b.element.bit_width()
-                }
-                _ => false,
-            }
-        }),
+        | Tanh | Xor => Some(true),
+        BitcastConvert => None,
+        _ => Some(false),
+    }
+}
+
+/// Both arrays, of elements of one bit width (a `bitcast-convert` between
+/// them is elementwise).
+fn same_bit_width(from: &crate::hlo::Shape, to: &crate::hlo::Shape) -> bool {
+    match (from, to) {
+        (crate::hlo::Shape::Array(a), crate::hlo::Shape::Array(b)) => {
+            a.element.bit_width() == b.element.bit_width()
+        }
         _ => false,
     }
+}
+
+/// `HloInstruction::IsElementwiseOnOperand` for single instructions.
+pub fn is_elementwise(module: &Module, id: InstrId) -> bool {
+    let instr = module.instr(id);
+    elementwise_opcode(&instr.opcode).unwrap_or_else(|| {
+        let first = instr.operands.first();
+        first.is_some_and(|&op| same_bit_width(&module.instr(op).shape, &instr.shape))
+    })
 }
 
 /// `HloInstruction::IsElementwiseOnOperand`: elementwise, or a
@@ -231,25 +241,29 @@ pub fn is_elementwise_on_operand(module: &Module, id: InstrId, operand: usize) -
         || (module.instr(id).opcode == Opcode::DynamicUpdateSlice && operand == 0)
 }
 
+/// [`is_elementwise_on_operand`] inside a fused body.
+fn fused_elementwise_on_operand(body: Fused, n: Node, operand: usize) -> bool {
+    let opcode = body.opcode(n);
+    let elementwise = elementwise_opcode(opcode).unwrap_or_else(|| {
+        let first = body.operands(n).first().copied();
+        first.is_some_and(|op| same_bit_width(body.shape(op), body.shape(n)))
+    });
+    elementwise || (*opcode == Opcode::DynamicUpdateSlice && operand == 0)
+}
+
 /// Every transitive use of a fused parameter is elementwise on it or a tuple
 /// (`AreTransitiveUsesElementwiseOrTuple`).
-fn transitive_uses_elementwise(module: &Module, comp: CompId, param: InstrId) -> bool {
-    let instrs = &module.comp(comp).instructions;
+fn transitive_uses_elementwise(body: Fused, param: Node) -> bool {
     let mut frontier = vec![param];
     let mut seen = vec![param];
     while let Some(current) = frontier.pop() {
-        for &user in instrs {
-            if !module.instr(user).operands.contains(&current) || seen.contains(&user) {
+        for user in body.users(current) {
+            if seen.contains(&user) {
                 continue;
             }
-            let op = &module.instr(user).opcode;
-            let slot = module
-                .instr(user)
-                .operands
-                .iter()
-                .position(|&o| o == current);
-            if *op != Opcode::Tuple
-                && !slot.is_some_and(|k| is_elementwise_on_operand(module, user, k))
+            let slot = body.operands(user).iter().position(|&o| o == current);
+            if *body.opcode(user) != Opcode::Tuple
+                && !slot.is_some_and(|k| fused_elementwise_on_operand(body, user, k))
             {
                 return false;
             }
@@ -319,25 +333,25 @@ pub fn can_share_operand_buffer(
             match user_instr.fusion_kind.as_deref() {
                 Some("kOutput") => {
                     // add(dot|convolution, X): only through the X slot, used once.
-                    let root = module.instr(module.comp(comp).root);
-                    if root.opcode != Opcode::Add || operand_numbers.len() != 1 {
+                    let body = Fused::of(module, comp);
+                    let root = body.root();
+                    if *body.opcode(root) != Opcode::Add || operand_numbers.len() != 1 {
                         return false;
                     }
                     let k = operand_numbers[0];
-                    root.operands.iter().any(|&op| {
-                        module.instr(op).opcode == Opcode::Parameter
-                            && module.instr(op).parameter_number == Some(k)
-                    }) && root.operands.iter().any(|&op| {
-                        matches!(module.instr(op).opcode, Opcode::Dot | Opcode::Convolution)
-                    })
+                    let operands = body.operands(root);
+                    operands
+                        .iter()
+                        .any(|&op| body.parameter_number(op) == Some(k))
+                        && operands
+                            .iter()
+                            .any(|&op| matches!(body.opcode(op), Opcode::Dot | Opcode::Convolution))
                 }
                 _ => {
+                    let body = Fused::of(module, comp);
                     operand_numbers.iter().all(|&k| {
-                        module
-                            .comp(comp)
-                            .parameters
-                            .get(k as usize)
-                            .is_some_and(|&p| transitive_uses_elementwise(module, comp, p))
+                        body.parameter(k)
+                            .is_some_and(|p| transitive_uses_elementwise(body, p))
                     }) && !operand_numbers.is_empty()
                 }
             }

@@ -366,6 +366,19 @@ impl<'a> RawInstruction<'a> {
     }
 }
 
+impl<'a> RawInstruction<'a> {
+    /// What a line read alone keeps (`deferred::LineRead`): opcode, shape,
+    /// parameter number and operands, names unresolved.
+    pub(super) fn into_line_parts(self) -> (Opcode, Arc<Shape>, Option<u64>, Vec<RawOperand<'a>>) {
+        (
+            self.opcode,
+            self.shape,
+            self.parameter_number,
+            self.operands,
+        )
+    }
+}
+
 /// Stands in for a line that failed to lower (its error is reported instead).
 pub(super) fn placeholder(computation: CompId) -> Instruction {
     Instruction {
