@@ -286,7 +286,11 @@ impl Module {
 
     /// The `op_name` of an instruction's metadata, unescaped.
     pub fn op_name(&self, instr: InstrId) -> Option<String> {
-        self.metadata(instr)
+        self.op_name_in(&self.metadata(instr))
+    }
+
+    fn op_name_in(&self, metadata: &Metadata) -> Option<String> {
+        metadata
             .op_name
             .map(|s| super::metadata::unescape(self.slice(s)))
     }
@@ -294,23 +298,15 @@ impl Module {
     /// [`Module::op_name`] and [`Module::source_location`] from one read of the metadata.
     pub fn origin(&self, instr: InstrId) -> (Option<String>, Option<SourceLocation>) {
         let metadata = self.metadata(instr);
-        (
-            metadata
-                .op_name
-                .map(|s| super::metadata::unescape(self.slice(s))),
-            metadata.source_location(&self.file.text, &self.stack_frames),
-        )
+        let location = metadata.source_location(&self.file.text, &self.stack_frames);
+        (self.op_name_in(&metadata), location)
     }
 
     /// [`Module::op_name`] and [`Module::stack`] from one read of the metadata.
     pub fn op_name_and_stack(&self, instr: InstrId) -> (Option<String>, Vec<SourceLocation>) {
         let metadata = self.metadata(instr);
-        (
-            metadata
-                .op_name
-                .map(|s| super::metadata::unescape(self.slice(s))),
-            metadata.stack(&self.file.text, &self.stack_frames),
-        )
+        let stack = metadata.stack(&self.file.text, &self.stack_frames);
+        (self.op_name_in(&metadata), stack)
     }
 
     /// Where in the user's program an instruction comes from, when the dump says.
