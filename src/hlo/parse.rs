@@ -38,14 +38,92 @@ pub struct OutlineComputation<'a> {
 const MAX_NESTING: usize = 200;
 
 /// Pass 1: finds the header, the tables and each computation's lines.
+///
+/// A big file is cut after computations' closing lines into parts read on all
+/// cores: the first with `module`, the others with `computations`. Any error
+/// reads the whole file again in one piece, so that it is reported exactly as
+/// a one-piece read reports it.
 pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
+    use rayon::prelude::*;
     let text = file.text.as_str();
-    let module = HloParser::parse(Rule::module, text)
-        .map_err(|e| {
-            mlir_error(file)
-                .or_else(|| indented_close(file))
-                .unwrap_or_else(|| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))
-        })?
+    let cuts = cuts(text, 4 * rayon::current_num_threads());
+    if cuts.is_empty() {
+        return outline_whole(file);
+    }
+    let first = HloParser::parse(Rule::module, &text[..cuts[0]]);
+    let parts: Vec<(usize, usize)> = cuts
+        .iter()
+        .zip(cuts.iter().skip(1).chain(std::iter::once(&text.len())))
+        .map(|(&a, &b)| (a, b))
+        .collect();
+    let rest: Vec<Option<Vec<OutlineComputation>>> = parts
+        .par_iter()
+        .map(|&(a, b)| {
+            let pairs = HloParser::parse(Rule::computations, &text[a..b]).ok()?;
+            let computation_pairs = pairs
+                .flat_map(|p| p.into_inner())
+                .filter(|p| p.as_rule() == Rule::computation);
+            computation_pairs
+                .map(|p| outline_computation(file, p, a).ok())
+                .collect()
+        })
+        .collect();
+    let (Ok(first), Some(rest)) = (first, rest.into_iter().collect::<Option<Vec<_>>>()) else {
+        return outline_whole(file);
+    };
+    let Ok(mut outline) = outline_of(file, first, 0) else {
+        return outline_whole(file);
+    };
+    outline.computations.extend(rest.into_iter().flatten());
+    Ok(outline)
+}
+
+/// Where to cut `text` into about `parts` parts, each cut right after a line
+/// that starts with `}` (a computation's close: no other line starts so).
+/// None for a file too small to be worth it.
+fn cuts(text: &str, parts: usize) -> Vec<usize> {
+    const MIN_PART: usize = 1 << 20;
+    let step = text.len() / parts.max(1);
+    if step < MIN_PART {
+        return Vec::new();
+    }
+    let finder = memchr::memmem::Finder::new(b"\n}");
+    let mut cuts = Vec::new();
+    let mut from = step;
+    while from < text.len() {
+        let Some(close) = finder.find(&text.as_bytes()[from..]).map(|k| from + k + 1) else {
+            break;
+        };
+        let Some(end) = memchr::memchr(b'\n', &text.as_bytes()[close..]).map(|k| close + k + 1)
+        else {
+            break;
+        };
+        if end < text.len() {
+            cuts.push(end);
+        }
+        from = (end + step).max(from + step);
+    }
+    cuts
+}
+
+/// Pass 1 in one piece.
+fn outline_whole(file: &SourceFile) -> Result<Outline<'_>, Error> {
+    let text = file.text.as_str();
+    let module = HloParser::parse(Rule::module, text).map_err(|e| {
+        mlir_error(file)
+            .or_else(|| indented_close(file))
+            .unwrap_or_else(|| syntax_error(file, Rule::module, Line { offset: 0, text }, &e))
+    })?;
+    outline_of(file, module, 0)
+}
+
+/// The outline of a `module` parse of the text starting at `base`.
+fn outline_of<'a>(
+    file: &'a SourceFile,
+    mut pairs: pest::iterators::Pairs<'a, Rule>,
+    base: usize,
+) -> Result<Outline<'a>, Error> {
+    let module = pairs
         .next()
         .expect("a successful parse of Rule::module yields one pair");
     let mut outline = Outline {
@@ -58,50 +136,59 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
     };
     for pair in module.into_inner() {
         match pair.as_rule() {
-            Rule::header_line => outline.header = line(&pair),
+            Rule::header_line => outline.header = line(&pair, base),
             Rule::stack_tables => outline.stack_tables = Some(pair),
-            Rule::computation => {
-                let mut parts = pair.into_inner();
-                let header = parts.next().map(|p| line(&p)).unwrap_or(Line {
-                    offset: 0,
-                    text: "",
-                });
-                let mut instructions = Vec::new();
-                let mut close = header;
-                for p in parts {
-                    match p.as_rule() {
-                        Rule::instr_lines => {
-                            let base = p.as_span().start();
-                            let mut offset = 0;
-                            for text in p.as_str().split_inclusive('\n') {
-                                let body = text.trim_end_matches(['\n', '\r']);
-                                let trimmed = body.trim_start_matches([' ', '\t']);
-                                if trimmed.starts_with('}') {
-                                    let at = base + offset + body.len() - trimmed.len();
-                                    return Err(indented_close_error(file, at));
-                                }
-                                if !body.trim().is_empty() {
-                                    instructions.push(Line {
-                                        offset: base + offset,
-                                        text: body,
-                                    });
-                                }
-                                offset += text.len();
-                            }
-                        }
-                        _ => close = line(&p),
-                    }
-                }
-                outline.computations.push(OutlineComputation {
-                    header,
-                    instructions,
-                    close,
-                });
-            }
+            Rule::computation => outline
+                .computations
+                .push(outline_computation(file, pair, base)?),
             _ => {}
         }
     }
     Ok(outline)
+}
+
+/// One `computation` pair of a parse of the text starting at `base`.
+fn outline_computation<'a>(
+    file: &'a SourceFile,
+    pair: Pair<'a, Rule>,
+    base: usize,
+) -> Result<OutlineComputation<'a>, Error> {
+    let mut parts = pair.into_inner();
+    let header = parts.next().map(|p| line(&p, base)).unwrap_or(Line {
+        offset: 0,
+        text: "",
+    });
+    let mut instructions = Vec::new();
+    let mut close = header;
+    for p in parts {
+        match p.as_rule() {
+            Rule::instr_lines => {
+                let start = base + p.as_span().start();
+                let mut offset = 0;
+                for text in p.as_str().split_inclusive('\n') {
+                    let body = text.trim_end_matches(['\n', '\r']);
+                    let trimmed = body.trim_start_matches([' ', '\t']);
+                    if trimmed.starts_with('}') {
+                        let at = start + offset + body.len() - trimmed.len();
+                        return Err(indented_close_error(file, at));
+                    }
+                    if !body.trim().is_empty() {
+                        instructions.push(Line {
+                            offset: start + offset,
+                            text: body,
+                        });
+                    }
+                    offset += text.len();
+                }
+            }
+            _ => close = line(&p, base),
+        }
+    }
+    Ok(OutlineComputation {
+        header,
+        instructions,
+        close,
+    })
 }
 
 /// A computation's instruction lines run to the first line that starts with
@@ -182,9 +269,9 @@ fn mlir_error(file: &SourceFile) -> Option<Error> {
     )
 }
 
-fn line<'a>(pair: &Pair<'a, Rule>) -> Line<'a> {
+fn line<'a>(pair: &Pair<'a, Rule>, base: usize) -> Line<'a> {
     Line {
-        offset: pair.as_span().start(),
+        offset: base + pair.as_span().start(),
         text: pair.as_str(),
     }
 }
@@ -222,6 +309,15 @@ pub fn parse_line<'a>(
 
 /// The offset at which brackets first nest deeper than `MAX_NESTING`, outside strings.
 fn too_deep(text: &str) -> Option<usize> {
+    // Brackets cannot nest deeper than there are opening ones (strings only
+    // add to the count): one quick count spares nearly every line the walk.
+    let opening = text
+        .bytes()
+        .filter(|b| matches!(b, b'(' | b'[' | b'{'))
+        .count();
+    if opening <= MAX_NESTING {
+        return None;
+    }
     let mut depth = 0usize;
     let mut strings = Strings::default();
     for (i, b) in text.bytes().enumerate() {
@@ -404,7 +500,7 @@ fn found_at(text: &str, at: usize) -> Found<'_> {
 pub fn describe(rule: Rule) -> &'static str {
     match rule {
         Rule::EOI => "end of line",
-        Rule::module => "an HLO module",
+        Rule::module | Rule::computations => "an HLO module",
         Rule::header_line | Rule::header => "the header (`HloModule` and a name)",
         Rule::computation | Rule::comp_header_line | Rule::comp_header | Rule::comp_name => {
             "a computation (`%name (params) -> shape {`)"
@@ -499,6 +595,55 @@ pub fn describe(rule: Rule) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A module big enough to be outlined in parts: many small computations.
+    fn big_module(computations: usize) -> String {
+        let mut text =
+            String::from("HloModule big, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n");
+        for i in 0..computations {
+            text += &format!(
+                "%c{i} (p: f32[4]) -> f32[4] {{\n  %p = f32[4]{{0}} parameter(0)\n  ROOT %r = f32[4]{{0}} negate(%p), metadata={{op_name=\"jit(f)/neg\"}}\n}}\n\n"
+            );
+        }
+        text + "ENTRY %main (a: f32[4]) -> f32[4] {\n  %a = f32[4]{0} parameter(0)\n  ROOT %n = f32[4]{0} call(%a), to_apply=%c0\n}\n"
+    }
+
+    /// Read in parts on all cores or in one piece, a big file outlines the
+    /// same; an error in it reads the same too.
+    #[test]
+    fn outline_in_parts_equals_outline_in_one_piece() {
+        let text = big_module(100_000);
+        assert!(!cuts(&text, 8).is_empty(), "the file is cut");
+        let file = SourceFile::from_text("big", text.clone());
+        let (parts, whole) = (outline(&file).unwrap(), outline_whole(&file).unwrap());
+        assert_eq!(parts.computations.len(), 100_001);
+        assert_eq!(parts.header.offset, whole.header.offset);
+        let lines = |o: &Outline| -> Vec<(usize, usize, usize)> {
+            o.computations
+                .iter()
+                .flat_map(|c| {
+                    let inner = c.instructions.iter().map(|l| (l.offset, l.text.len(), 1));
+                    std::iter::once((c.header.offset, c.header.text.len(), 0))
+                        .chain(inner)
+                        .chain(std::iter::once((c.close.offset, c.close.text.len(), 2)))
+                })
+                .collect()
+        };
+        assert_eq!(lines(&parts), lines(&whole));
+        // Damage near the end, in the last part: the one-piece error. A
+        // closing brace with spaces before it; a file cut inside a computation.
+        let at = text[..text.len() - 300].rfind("\n}\n").unwrap();
+        let indented = format!("{}\n  }}\n{}", &text[..at], &text[at + 3..]);
+        let cut = text[..text.len() - 300].to_string();
+        for broken in [indented, cut] {
+            let file = SourceFile::from_text("big", broken);
+            let (Err(a), Err(b)) = (outline(&file), outline_whole(&file)) else {
+                panic!("the damage is refused");
+            };
+            assert_eq!(a.to_string(), b.to_string());
+            assert_eq!(a.location(), b.location());
+        }
+    }
 
     #[test]
     fn mlir_text_is_named_stablehlo() {

@@ -163,16 +163,20 @@ impl Target {
                 newer_libtpu: module.text_contains(NEWER_LIBTPU_MARKER),
             };
         }
-        for &(backend, marker) in MARKERS {
-            if module.text_contains(marker) {
-                return Target {
-                    backend,
-                    evidence: Evidence::Marker(marker.to_string()),
-                    tpu_version: None,
-                    chip_source: None,
-                    newer_libtpu: false,
-                };
-            }
+        // Each marker missing from a module is a search of all its text: on
+        // all cores, the first marker in the list's order wins.
+        use rayon::prelude::*;
+        let found = MARKERS
+            .par_iter()
+            .position_first(|&(_, marker)| module.text_contains(marker));
+        if let Some(&(backend, marker)) = found.map(|k| &MARKERS[k]) {
+            return Target {
+                backend,
+                evidence: Evidence::Marker(marker.to_string()),
+                tpu_version: None,
+                chip_source: None,
+                newer_libtpu: false,
+            };
         }
         Target {
             backend: Backend::Cpu,

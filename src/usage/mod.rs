@@ -288,7 +288,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
         "/checkpoint/",
         "rematted_computation",
     ]
-    .iter()
+    .par_iter()
     .any(|w| module.text_contains(w));
     let parameters = arguments::parameter_origins(module);
     let argument_of: HashMap<_, _> = module

@@ -41,12 +41,23 @@ pub(super) fn lower_module<'a>(
     outline: &parse::Outline<'a>,
     defer: bool,
 ) -> Result<Lowered<'a>, Error> {
-    let (name, header) = lower_header(file, outline.header)?;
+    // The stack tables are pest pairs of the outline, which stay on this thread.
     let stack_frames = match &outline.stack_tables {
-        Some(tables) => lower_stack_tables(file, tables.clone())?,
-        None => StackFrameIndex::default(),
+        Some(tables) => lower_stack_tables(file, tables.clone()),
+        None => Ok(StackFrameIndex::default()),
     };
-    let (raw, instructions, unresolved) = lower_computations(file, outline, defer)?;
+    // The header can be as long as the entry's parameter list (its layout
+    // repeats every parameter's shape): it is read beside the computations.
+    let header = outline.header;
+    let computations = outline.computations.as_slice();
+    let (head, lowered) = rayon::join(
+        || lower_header(file, header),
+        || lower_computations(file, computations, defer),
+    );
+    // Errors in file order.
+    let (name, header) = head?;
+    let stack_frames = stack_frames?;
+    let (raw, instructions, unresolved) = lowered?;
     Ok(Lowered {
         name,
         header,
@@ -69,7 +80,7 @@ pub(super) fn lower_module<'a>(
 #[allow(clippy::type_complexity)]
 fn lower_computations<'a>(
     file: &'a SourceFile,
-    outline: &parse::Outline<'a>,
+    computations: &[parse::OutlineComputation<'a>],
     defer: bool,
 ) -> Result<
     (
@@ -80,8 +91,7 @@ fn lower_computations<'a>(
     Error,
 > {
     // Headers by name only: a fusion body's parameter list is read with it.
-    let headers: Vec<_> = outline
-        .computations
+    let headers: Vec<_> = computations
         .par_iter()
         .map(|c| lower_computation(file, c, Rule::comp_name))
         .collect();
@@ -98,8 +108,7 @@ fn lower_computations<'a>(
         .unwrap_or(n.saturating_sub(1));
     // Compact `%t#0` operands make resolution add instructions, which a
     // deferred body has no ids for; a `#` anywhere keeps a body eager.
-    let mut eager: Vec<bool> = outline
-        .computations
+    let mut eager: Vec<bool> = computations
         .iter()
         .map(|c| !defer || c.instructions.iter().any(|l| l.text.contains('#')))
         .collect();
@@ -121,7 +130,7 @@ fn lower_computations<'a>(
             }
         }
         if !frontier.is_empty() {
-            for (c, (instr, names)) in lower_lines(file, outline, &frontier) {
+            for (c, (instr, names)) in lower_lines(file, computations, &frontier) {
                 if let Ok(names) = &names {
                     for &(role, callee) in &names.called {
                         let Some(&k) = by_name.get(callee.name) else {
@@ -146,7 +155,7 @@ fn lower_computations<'a>(
             .iter()
             .map(|&c| {
                 let name = headers[c].0.as_ref().map_or("", |h| h.name.name);
-                let lines = outline.computations[c]
+                let lines = computations[c]
                     .instructions
                     .iter()
                     .map(|l| (l.offset as u32, l.text.len() as u32))
@@ -192,8 +201,7 @@ fn lower_computations<'a>(
     let mut unresolved = Vec::new();
     let mut raw = Vec::with_capacity(n);
     // The full header of every computation lowered now.
-    let full: Vec<Option<Result<(), Error>>> = outline
-        .computations
+    let full: Vec<Option<Result<(), Error>>> = computations
         .par_iter()
         .zip(&eager)
         .map(|(c, &eager)| {
@@ -235,17 +243,12 @@ type Lowered1<'a> = (Instruction, Result<Unresolved<'a>, Box<Error>>);
 /// computation, so the work is split by line.
 fn lower_lines<'a>(
     file: &'a SourceFile,
-    outline: &parse::Outline<'a>,
+    computations: &[parse::OutlineComputation<'a>],
     comps: &[usize],
 ) -> Vec<(usize, Lowered1<'a>)> {
     let lines: Vec<(usize, Line)> = comps
         .iter()
-        .flat_map(|&c| {
-            outline.computations[c]
-                .instructions
-                .iter()
-                .map(move |&l| (c, l))
-        })
+        .flat_map(|&c| computations[c].instructions.iter().map(move |&l| (c, l)))
         .collect();
     lines
         .par_iter()
