@@ -209,16 +209,6 @@ impl Module {
         }
     }
 
-    /// Parses the bodies of these computations now, on all cores, where they
-    /// were deferred: for the bodies an analysis knows it will read, which on
-    /// demand would be parsed one at a time.
-    pub fn read_bodies(&self, comps: &[CompId]) {
-        use rayon::prelude::*;
-        comps.par_iter().for_each(|&c| {
-            self.comp(c);
-        });
-    }
-
     /// The module's text; [`Span`]s index into it.
     pub fn text(&self) -> &str {
         &self.file.text
