@@ -326,7 +326,9 @@ impl Deferred {
     pub fn parameter_line(&self, module: &Module, k: u32, number: u64) -> Option<u32> {
         let body = &self.bodies[k as usize];
         let text = module.file.text.as_str();
-        let finder = memchr::memmem::Finder::new(b" parameter(");
+        // The opcode is followed by its `(` with nothing between; what comes
+        // before it may be any space or a comment.
+        let finder = memchr::memmem::Finder::new(b"parameter(");
         (0..body.lines.len() as u32).find(|&j| {
             let (offset, len) = body.lines[j as usize];
             let line = &text[offset as usize..(offset + len) as usize];

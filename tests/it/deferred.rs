@@ -245,17 +245,16 @@ ENTRY %main (a: f32[4096], b: f32[4096]) -> f32[4096] {{
     };
     let dir = tempfile::tempdir().unwrap();
     let mut temps = Vec::new();
-    for (first, second) in [
-        ("negate", "broadcast"),
-        ("broadcast", "negate"),
-        ("negate", "negate"),
-        ("broadcast", "broadcast"),
+    for (first, second, spacing) in [
+        ("negate", "broadcast", " "),
+        ("broadcast", "negate", " "),
+        ("negate", "negate", " "),
+        ("broadcast", "broadcast", " "),
+        // Any space or a comment may come before an opcode.
+        ("negate", "negate", "\t/* p */"),
     ] {
-        let path = write(
-            dir.path(),
-            "m_cpu_after_optimizations.txt",
-            &module(first, second),
-        );
+        let text = module(first, second).replace(" parameter(", &format!("{spacing}parameter("));
+        let path = write(dir.path(), "m_cpu_after_optimizations.txt", &text);
         let (lazy, strict) = (analyze(&path, false), analyze(&path, true));
         assert!(
             lazy.errors.is_empty(),
@@ -275,4 +274,6 @@ ENTRY %main (a: f32[4096], b: f32[4096]) -> f32[4096] {{
     // Both operands may be taken over only when both users are elementwise,
     // neither when both are broadcasts.
     assert!(temps[2] < temps[3], "{temps:?}");
+    // Spacing changes nothing.
+    assert_eq!(temps[2], temps[4], "{temps:?}");
 }

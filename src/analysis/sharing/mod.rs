@@ -51,9 +51,9 @@ pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
 }
 
 /// Reads, on all cores, the lines of fusion bodies that [`in_place_pairs`]
-/// will read: of the fusions in parsed computations whose ROOT line is a
-/// tuple, a bitcast or an in-place op. Asked before the dataflow, which would
-/// otherwise read them one fusion at a time.
+/// will read, by asking it about every fusion of the parsed computations (the
+/// answers are not kept; the lines read are). Asked before the dataflow, which
+/// would otherwise read them one fusion at a time.
 pub fn read_in_place_pairs(module: &Module) {
     use rayon::prelude::*;
     let fusions: Vec<InstrId> = parsed_fusions(module).collect();
