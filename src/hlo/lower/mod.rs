@@ -121,93 +121,106 @@ fn lower_computations<'a>(
     for &c in &frontier {
         eager[c] = true;
     }
-    loop {
-        let mut next = Vec::new();
-        fn want(eager: &mut [bool], k: usize, next: &mut Vec<usize>) {
-            if !eager[k] {
-                eager[k] = true;
-                next.push(k);
-            }
-        }
-        if !frontier.is_empty() {
-            for (c, (instr, names)) in lower_lines(file, computations, &frontier) {
-                if let Ok(names) = &names {
-                    for &(role, callee) in &names.called {
-                        let Some(&k) = by_name.get(callee.name) else {
-                            continue;
-                        };
-                        if instr.opcode == Opcode::Fusion && role == CallRole::Calls {
-                            fused[k] = true;
-                        } else {
-                            want(&mut eager, k, &mut next);
+    // The entry's header is as long as its parameter list and is only
+    // checked here: it is read beside the rounds, the other headers after.
+    let entry_header = computations.get(entry).map(|c| c.header);
+    let (entry_full, ()) = rayon::join(
+        || entry_header.map(|h| parse::parse_line(file, Rule::comp_header, h).map(|_| ())),
+        || {
+            loop {
+                let mut next = Vec::new();
+                fn want(eager: &mut [bool], k: usize, next: &mut Vec<usize>) {
+                    if !eager[k] {
+                        eager[k] = true;
+                        next.push(k);
+                    }
+                }
+                if !frontier.is_empty() {
+                    for (c, (instr, names)) in lower_lines(file, computations, &frontier) {
+                        if let Ok(names) = &names {
+                            for &(role, callee) in &names.called {
+                                let Some(&k) = by_name.get(callee.name) else {
+                                    continue;
+                                };
+                                if instr.opcode == Opcode::Fusion && role == CallRole::Calls {
+                                    fused[k] = true;
+                                } else {
+                                    want(&mut eager, k, &mut next);
+                                }
+                            }
+                        }
+                        lowered[c].push((instr, names));
+                    }
+                }
+                // Deferred bodies' own calls: nested fusions stay deferred; reducers
+                // (thread-local, with memory of their own) are lowered.
+                let unchecked: Vec<usize> = (0..n)
+                    .filter(|&c| fused[c] && !eager[c] && checks[c].is_none())
+                    .collect();
+                let inputs: Vec<(&str, Vec<(u32, u32)>)> = unchecked
+                    .iter()
+                    .map(|&c| {
+                        let name = headers[c].0.as_ref().map_or("", |h| h.name.name);
+                        let lines = computations[c]
+                            .instructions
+                            .iter()
+                            .map(|l| (l.offset as u32, l.text.len() as u32))
+                            .collect();
+                        (name, lines)
+                    })
+                    .collect();
+                let results: Vec<_> = inputs
+                    .into_par_iter()
+                    .map(|(name, lines)| {
+                        super::deferred::check_structure(file, name, &lines)
+                            .map(|structure| DeferredLines { lines, structure })
+                    })
+                    .collect();
+                for (&c, result) in unchecked.iter().zip(results) {
+                    if let Ok(d) = &result {
+                        for &(role, callee, _) in &d.structure.calls {
+                            let Some(&k) = by_name.get(callee) else {
+                                continue;
+                            };
+                            if role == CallRole::Calls {
+                                fused[k] = true;
+                            } else {
+                                want(&mut eager, k, &mut next);
+                            }
                         }
                     }
+                    checks[c] = Some(result);
                 }
-                lowered[c].push((instr, names));
-            }
-        }
-        // Deferred bodies' own calls: nested fusions stay deferred; reducers
-        // (thread-local, with memory of their own) are lowered.
-        let unchecked: Vec<usize> = (0..n)
-            .filter(|&c| fused[c] && !eager[c] && checks[c].is_none())
-            .collect();
-        let inputs: Vec<(&str, Vec<(u32, u32)>)> = unchecked
-            .iter()
-            .map(|&c| {
-                let name = headers[c].0.as_ref().map_or("", |h| h.name.name);
-                let lines = computations[c]
-                    .instructions
-                    .iter()
-                    .map(|l| (l.offset as u32, l.text.len() as u32))
-                    .collect();
-                (name, lines)
-            })
-            .collect();
-        let results: Vec<_> = inputs
-            .into_par_iter()
-            .map(|(name, lines)| {
-                super::deferred::check_structure(file, name, &lines)
-                    .map(|structure| DeferredLines { lines, structure })
-            })
-            .collect();
-        for (&c, result) in unchecked.iter().zip(results) {
-            if let Ok(d) = &result {
-                for &(role, callee, _) in &d.structure.calls {
-                    let Some(&k) = by_name.get(callee) else {
-                        continue;
-                    };
-                    if role == CallRole::Calls {
-                        fused[k] = true;
-                    } else {
-                        want(&mut eager, k, &mut next);
-                    }
+                // Computations nobody calls are lowered, as XLA keeps them.
+                if next.is_empty() && unchecked.is_empty() {
+                    (0..n)
+                        .filter(|&c| !fused[c])
+                        .for_each(|c| want(&mut eager, c, &mut next));
                 }
+                if next.is_empty() && unchecked.is_empty() {
+                    break;
+                }
+                frontier = next;
             }
-            checks[c] = Some(result);
-        }
-        // Computations nobody calls are lowered, as XLA keeps them.
-        if next.is_empty() && unchecked.is_empty() {
-            (0..n)
-                .filter(|&c| !fused[c])
-                .for_each(|c| want(&mut eager, c, &mut next));
-        }
-        if next.is_empty() && unchecked.is_empty() {
-            break;
-        }
-        frontier = next;
-    }
+        },
+    );
 
     let mut instructions = Vec::new();
     let mut unresolved = Vec::new();
     let mut raw = Vec::with_capacity(n);
     // The full header of every computation lowered now.
-    let full: Vec<Option<Result<(), Error>>> = computations
+    let mut full: Vec<Option<Result<(), Error>>> = computations
         .par_iter()
         .zip(&eager)
-        .map(|(c, &eager)| {
-            eager.then(|| parse::parse_line(file, Rule::comp_header, c.header).map(|_| ()))
+        .enumerate()
+        .map(|(i, (c, &eager))| {
+            (eager && i != entry)
+                .then(|| parse::parse_line(file, Rule::comp_header, c.header).map(|_| ()))
         })
         .collect();
+    if let Some(slot) = full.get_mut(entry) {
+        *slot = entry_full;
+    }
     let parts = headers
         .into_iter()
         .zip(full)
