@@ -1,0 +1,216 @@
+//! Which computations are lowered at load, round by round, and which are
+//! deferred fusion bodies (see `hlo::deferred`); their lines lowered on all
+//! cores.
+
+use rayon::prelude::*;
+
+use super::*;
+
+/// Lowers the lines of the computations the accounting always reads, on all
+/// cores: the entry and, round by round, whatever it calls other than through
+/// `fusion` (loop bodies, branches, reducers, async and called computations).
+/// Fusion bodies, and what only they call, are deferred (`super::deferred`):
+/// they get the structural check only, and are parsed when read.
+///
+/// Instructions go straight into the module's arena, in file order, and their
+/// unresolved names into a parallel list (a big module would otherwise be held
+/// twice while names are resolved). Errors are returned in file order.
+#[allow(clippy::type_complexity)]
+pub(super) fn lower_computations<'a>(
+    file: &'a SourceFile,
+    computations: &[parse::OutlineComputation<'a>],
+    defer: bool,
+) -> Result<
+    (
+        Vec<RawComputation<'a>>,
+        Vec<Instruction>,
+        Vec<Unresolved<'a>>,
+    ),
+    Error,
+> {
+    // Headers by name only: a fusion body's parameter list is read with it.
+    let headers: Vec<_> = computations
+        .par_iter()
+        .map(|c| lower_computation(file, c, Rule::comp_name))
+        .collect();
+    let n = headers.len();
+    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
+    for (i, (header, _)) in headers.iter().enumerate() {
+        if let Ok(h) = header {
+            by_name.entry(h.name.name).or_insert(i);
+        }
+    }
+    let entry = headers
+        .iter()
+        .position(|(h, _)| h.as_ref().is_ok_and(|h| h.is_entry))
+        .unwrap_or(n.saturating_sub(1));
+    // Compact `%t#0` operands make resolution add instructions, which a
+    // deferred body has no ids for; a `#` anywhere keeps a body eager.
+    let mut eager: Vec<bool> = computations
+        .iter()
+        .map(|c| !defer || c.instructions.iter().any(|l| l.text.contains('#')))
+        .collect();
+    // Fusion bodies, as far as known: called by a fusion's `calls=`, from a
+    // lowered line or (nested fusions) from a deferred body's call attributes.
+    let mut fused = vec![false; n];
+    let mut checks: Vec<Option<Result<DeferredLines<'a>, Error>>> = (0..n).map(|_| None).collect();
+    let mut lowered: Vec<Vec<Lowered1<'a>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut frontier: Vec<usize> = (0..n).filter(|&c| eager[c] || c == entry).collect();
+    for &c in &frontier {
+        eager[c] = true;
+    }
+    // The entry's header is as long as its parameter list and is only
+    // checked here: it is read beside the rounds, the other headers after.
+    let entry_header = computations.get(entry).map(|c| c.header);
+    let (entry_full, ()) = rayon::join(
+        || entry_header.map(|h| parse::parse_line(file, Rule::comp_header, h).map(|_| ())),
+        || {
+            loop {
+                let mut next = Vec::new();
+                fn want(eager: &mut [bool], k: usize, next: &mut Vec<usize>) {
+                    if !eager[k] {
+                        eager[k] = true;
+                        next.push(k);
+                    }
+                }
+                if !frontier.is_empty() {
+                    for (c, (instr, names)) in lower_lines(file, computations, &frontier) {
+                        if let Ok(names) = &names {
+                            for &(role, callee) in &names.called {
+                                let Some(&k) = by_name.get(callee.name) else {
+                                    continue;
+                                };
+                                if instr.opcode == Opcode::Fusion && role == CallRole::Calls {
+                                    fused[k] = true;
+                                } else {
+                                    want(&mut eager, k, &mut next);
+                                }
+                            }
+                        }
+                        lowered[c].push((instr, names));
+                    }
+                }
+                // Deferred bodies' own calls: nested fusions stay deferred; reducers
+                // (thread-local, with memory of their own) are lowered.
+                let unchecked: Vec<usize> = (0..n)
+                    .filter(|&c| fused[c] && !eager[c] && checks[c].is_none())
+                    .collect();
+                let inputs: Vec<(&str, Vec<(u32, u32)>)> = unchecked
+                    .iter()
+                    .map(|&c| {
+                        let name = headers[c].0.as_ref().map_or("", |h| h.name.name);
+                        let lines = computations[c]
+                            .instructions
+                            .iter()
+                            .map(|l| (l.offset as u32, l.text.len() as u32))
+                            .collect();
+                        (name, lines)
+                    })
+                    .collect();
+                let results: Vec<_> = inputs
+                    .into_par_iter()
+                    .map(|(name, lines)| {
+                        crate::hlo::deferred::check_structure(file, name, &lines)
+                            .map(|structure| DeferredLines { lines, structure })
+                    })
+                    .collect();
+                for (&c, result) in unchecked.iter().zip(results) {
+                    if let Ok(d) = &result {
+                        for &(role, callee, _) in &d.structure.calls {
+                            let Some(&k) = by_name.get(callee) else {
+                                continue;
+                            };
+                            if role == CallRole::Calls {
+                                fused[k] = true;
+                            } else {
+                                want(&mut eager, k, &mut next);
+                            }
+                        }
+                    }
+                    checks[c] = Some(result);
+                }
+                // Computations nobody calls are lowered, as XLA keeps them.
+                if next.is_empty() && unchecked.is_empty() {
+                    (0..n)
+                        .filter(|&c| !fused[c])
+                        .for_each(|c| want(&mut eager, c, &mut next));
+                }
+                if next.is_empty() && unchecked.is_empty() {
+                    break;
+                }
+                frontier = next;
+            }
+        },
+    );
+
+    let mut instructions = Vec::new();
+    let mut unresolved = Vec::new();
+    let mut raw = Vec::with_capacity(n);
+    // The full header of every computation lowered now.
+    let mut full: Vec<Option<Result<(), Error>>> = computations
+        .par_iter()
+        .zip(&eager)
+        .enumerate()
+        .map(|(i, (c, &eager))| {
+            (eager && i != entry)
+                .then(|| parse::parse_line(file, Rule::comp_header, c.header).map(|_| ()))
+        })
+        .collect();
+    if let Some(slot) = full.get_mut(entry) {
+        *slot = entry_full;
+    }
+    let parts = headers
+        .into_iter()
+        .zip(full)
+        .zip(lowered)
+        .zip(checks)
+        .zip(eager);
+    for (((((header, close), full), lines), check), eager) in parts {
+        let mut comp_raw = header?;
+        if let Some(full) = full {
+            full?;
+        }
+        let start = instructions.len();
+        for (instr, names) in lines {
+            instructions.push(instr);
+            unresolved.push(names.map_err(|e| *e)?);
+        }
+        comp_raw.deferred = match check {
+            Some(check) if !eager => Some(check?),
+            _ => None,
+        };
+        comp_raw.execution_thread = close?;
+        comp_raw.instructions = start..instructions.len();
+        raw.push(comp_raw);
+    }
+    Ok((raw, instructions, unresolved))
+}
+
+/// One lowered line: its IR part and its names (or the line's error).
+type Lowered1<'a> = (Instruction, Result<Unresolved<'a>, Box<Error>>);
+
+/// Lowers the lines of the computations `comps` on all cores. Lines are
+/// independent: an unrolled model keeps most of its instructions in one
+/// computation, so the work is split by line.
+fn lower_lines<'a>(
+    file: &'a SourceFile,
+    computations: &[parse::OutlineComputation<'a>],
+    comps: &[usize],
+) -> Vec<(usize, Lowered1<'a>)> {
+    let lines: Vec<(usize, Line)> = comps
+        .iter()
+        .flat_map(|&c| computations[c].instructions.iter().map(move |&l| (c, l)))
+        .collect();
+    lines
+        .par_iter()
+        .with_min_len(256)
+        .map_init(ShapeCache::default, |shapes, &(c, line)| {
+            let comp = CompId(c as u32);
+            let split = match lower_instruction(file, line, shapes) {
+                Ok(raw) => raw.split(comp),
+                Err(e) => (placeholder(comp), Err(Box::new(e))),
+            };
+            (c, split)
+        })
+        .collect()
+}
