@@ -102,6 +102,16 @@ impl std::fmt::Debug for Deferred {
 }
 
 impl DeferredBody {
+    /// Its line `i`, a slice of the module's `text`.
+    fn line<'t>(&self, text: &'t str, i: u32) -> Line<'t> {
+        let (offset, len) = self.lines[i as usize];
+        let (offset, len) = (offset as usize, len as usize);
+        Line {
+            offset,
+            text: &text[offset..offset + len],
+        }
+    }
+
     pub(super) fn new(
         comp: CompId,
         base: u32,
@@ -222,12 +232,7 @@ impl Deferred {
             return &read.opcode;
         }
         reads.opcode.get_or_init(|| {
-            let (offset, len) = self.bodies[k as usize].lines[i as usize];
-            let (offset, len) = (offset as usize, len as usize);
-            let line = Line {
-                offset,
-                text: &module.file.text[offset..offset + len],
-            };
+            let line = self.bodies[k as usize].line(&module.file.text, i);
             match lower::lower_opcode(&module.file, line) {
                 Ok(opcode) => opcode,
                 // The full read reports the error.
@@ -244,12 +249,7 @@ impl Deferred {
 
     fn read_line(&self, module: &Module, body: &DeferredBody, i: u32) -> Option<LineRead> {
         let file = &module.file;
-        let (offset, len) = body.lines[i as usize];
-        let (offset, len) = (offset as usize, len as usize);
-        let line = Line {
-            offset,
-            text: &file.text[offset..offset + len],
-        };
+        let line = body.line(&file.text, i);
         let mut shapes = &self.shapes;
         let raw = lower::lower_instruction(file, line, &mut shapes).ok()?;
         let (opcode, shape, parameter_number, operands) = raw.into_line_parts();
@@ -300,8 +300,7 @@ impl Deferred {
         self.reads(k)[i as usize].users.get_or_init(|| {
             let body = &self.bodies[k as usize];
             let text = module.file.text.as_str();
-            let (offset, len) = body.lines[i as usize];
-            let own = &text[offset as usize..(offset + len) as usize];
+            let own = body.line(text, i).text;
             let name = &own[line_head(own).name];
             let word = |line: &str, at: usize| {
                 let before = line[..at].chars().next_back();
@@ -312,8 +311,7 @@ impl Deferred {
             let finder = memchr::memmem::Finder::new(name.as_bytes());
             (0..body.lines.len() as u32)
                 .filter(|&j| {
-                    let (offset, len) = body.lines[j as usize];
-                    let line = &text[offset as usize..(offset + len) as usize];
+                    let line = body.line(text, j).text;
                     j != i
                         && finder.find_iter(line.as_bytes()).any(|at| word(line, at))
                         && self.line(module, k, j).operands.contains(&i)
@@ -330,8 +328,7 @@ impl Deferred {
         // before it may be any space or a comment.
         let finder = memchr::memmem::Finder::new(b"parameter(");
         (0..body.lines.len() as u32).find(|&j| {
-            let (offset, len) = body.lines[j as usize];
-            let line = &text[offset as usize..(offset + len) as usize];
+            let line = body.line(text, j).text;
             finder.find(line.as_bytes()).is_some() && {
                 *self.line_opcode(module, k, j) == Opcode::Parameter
                     && self.line(module, k, j).parameter_number == Some(number)
