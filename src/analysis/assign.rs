@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
-use super::interference::{Interference, Occupancy};
+use super::interference::{Buckets, Interference, Mask, Occupancy};
 use super::liveness::LiveRange;
 use crate::hlo::{IoAlias, Module, Opcode};
 use crate::target::Target;
@@ -148,18 +148,20 @@ pub fn assign(
     });
 
     let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
-    let check = Interference {
-        target,
-        module,
-        dataflow,
-        ranges,
-    };
     // Live ranges of what each allocation holds, for the interference check.
     let mut occupancy: Vec<Occupancy> = Vec::new();
     // Reusable allocations a buffer living to the program's end may still
     // join: the others hold such a buffer already (thousands of outputs would
     // otherwise each test thousands of output allocations).
     let program_end = ranges.iter().flatten().map(|r| r.end).max().unwrap_or(0);
+    let buckets = Buckets::new(program_end);
+    let check = Interference {
+        target,
+        module,
+        dataflow,
+        ranges,
+        buckets,
+    };
     let mut open_to_outputs: BTreeSet<usize> = BTreeSet::new();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
@@ -230,7 +232,7 @@ pub fn assign(
         let new = allocations.iter().skip(occupancy.len());
         let held: Vec<Occupancy> = new
             .map(|allocation| {
-                let mut held = Occupancy::default();
+                let mut held = Occupancy::new(buckets);
                 if allocation.reusable {
                     for &first in &allocation.buffers {
                         held.add(dataflow, ranges, first);
@@ -476,16 +478,19 @@ fn find_reusable(
     }
     // A training step has thousands of reusable allocations and most hold a
     // value that overlaps `b` outright: that cheap test runs first.
-    let ranges: Vec<LiveRange> = buffer
+    let ranges: Vec<(LiveRange, Mask)> = buffer
         .values
         .iter()
         .filter_map(|v| check.ranges[v.index()])
+        .map(|r| (r, check.buckets.touched(r)))
         .collect();
     let may_fit = |a: usize| {
         let allocation = &allocations[a];
         allocation.reusable
             && allocation.color == color
-            && !ranges.iter().any(|&r| occupancy[a].ends_overlap(r))
+            && !ranges
+                .iter()
+                .any(|&(r, touched)| occupancy[a].surely_overlaps(r, touched))
     };
     match open_to_outputs {
         // The others would fail the interference check.

@@ -15,7 +15,6 @@ use crate::hlo::{Module, Opcode};
 use crate::target::Target;
 
 /// The live ranges of the values in one allocation.
-#[derive(Default)]
 pub struct Occupancy {
     /// `start..end + 1` (live ranges are inclusive) → values with that range.
     ranges: IntervalMap<u64, Vec<ValueId>>,
@@ -29,9 +28,84 @@ pub struct Occupancy {
     /// testing it too settles most candidates of a training step without the
     /// tree query.
     head: Option<LiveRange>,
+    /// The buckets (see [`Buckets`]) one value here lives through, from
+    /// before the bucket's first step to after its last. A temporary of a
+    /// training step is refused by hundreds of allocations whose values
+    /// cover it outright in the middle of their time, not at either end:
+    /// these bits answer those without the tree.
+    covered: Mask,
+    buckets: Buckets,
+}
+
+/// The program's time cut into 256 buckets of equal width.
+#[derive(Clone, Copy)]
+pub struct Buckets {
+    width: u32,
+}
+
+/// A set of [`Buckets`].
+#[derive(Clone, Copy, Default)]
+pub struct Mask([u64; 4]);
+
+impl Buckets {
+    pub fn new(program_end: u32) -> Buckets {
+        Buckets {
+            width: program_end / 256 + 1,
+        }
+    }
+
+    /// The buckets `r` has a step in.
+    pub fn touched(self, r: LiveRange) -> Mask {
+        Mask::between(r.start / self.width, r.end / self.width)
+    }
+
+    /// The buckets `r` lives through, from before their first step to after their last.
+    fn covered(self, r: LiveRange) -> Mask {
+        match (r.end / self.width).checked_sub(1) {
+            Some(last) => Mask::between(r.start / self.width + 1, last),
+            None => Mask::default(),
+        }
+    }
+}
+
+impl Mask {
+    /// Buckets `first..=last` (none when `first > last`).
+    fn between(first: u32, last: u32) -> Mask {
+        let mut words = [0u64; 4];
+        for (w, word) in (0u32..).zip(words.iter_mut()) {
+            let (lo, hi) = (64 * w, 64 * w + 63);
+            let (a, b) = (first.max(lo), last.min(hi));
+            if a <= b {
+                let ones = u64::MAX >> (63 - (b - a));
+                *word = ones << (a - lo);
+            }
+        }
+        Mask(words)
+    }
+
+    fn meets(self, other: Mask) -> bool {
+        self.0.iter().zip(other.0).any(|(a, b)| a & b != 0)
+    }
+
+    fn add(&mut self, other: Mask) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a |= b;
+        }
+    }
 }
 
 impl Occupancy {
+    /// An empty allocation, its time cut into `buckets`.
+    pub fn new(buckets: Buckets) -> Occupancy {
+        Occupancy {
+            ranges: IntervalMap::new(),
+            tail: None,
+            head: None,
+            covered: Mask::default(),
+            buckets,
+        }
+    }
+
     /// Whether a value here lives from before `end` to `end`, the last step
     /// of the program: then every other buffer that lives to `end` from
     /// before it overlaps it strictly and can never move in.
@@ -39,12 +113,18 @@ impl Occupancy {
         self.tail.is_some_and(|t| t.end == end && t.start < end)
     }
 
-    /// Whether `r` overlaps the first or the last value here without either
-    /// ending where the other starts: then it interferes, whatever the values
-    /// (the cheap part of [`Interference::overlaps`]).
-    pub fn ends_overlap(&self, r: LiveRange) -> bool {
+    /// Whether `r` (which has a step in the buckets `touched`) overlaps a
+    /// value here without either ending where the other starts, as far as
+    /// the first and last values and the covered buckets tell: then it
+    /// interferes, whatever the values (the cheap part of
+    /// [`Interference::overlaps`]). `false` does not mean it fits.
+    pub fn surely_overlaps(&self, r: LiveRange, touched: Mask) -> bool {
         let strictly = |a: LiveRange| a.overlaps(&r) && a.end != r.start && r.end != a.start;
-        self.tail.is_some_and(strictly) || self.head.is_some_and(strictly)
+        // A value living through a bucket that `r` has a step in lives from
+        // before that step to after it: a strict overlap.
+        self.covered.meets(touched)
+            || self.tail.is_some_and(strictly)
+            || self.head.is_some_and(strictly)
     }
 
     /// Records a buffer's values as living in this allocation.
@@ -62,6 +142,7 @@ impl Occupancy {
             {
                 self.head = Some(r);
             }
+            self.covered.add(self.buckets.covered(r));
             let key = u64::from(r.start)..u64::from(r.end) + 1;
             match self.ranges.get_mut(key.clone()) {
                 Some(values) => values.push(v),
@@ -79,6 +160,8 @@ pub struct Interference<'a> {
     pub module: &'a Module,
     pub dataflow: &'a Dataflow,
     pub ranges: &'a [Option<LiveRange>],
+    /// The program's time in buckets, as every [`Occupancy`] cuts it.
+    pub buckets: Buckets,
 }
 
 impl Interference<'_> {
@@ -90,7 +173,7 @@ impl Interference<'_> {
             let Some(rb) = self.ranges[vb.index()] else {
                 return false;
             };
-            if occupancy.ends_overlap(rb) {
+            if occupancy.surely_overlaps(rb, self.buckets.touched(rb)) {
                 return true;
             }
             let query = u64::from(rb.start)..u64::from(rb.end) + 1;

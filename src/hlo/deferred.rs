@@ -251,7 +251,7 @@ impl Deferred {
         let file = &module.file;
         let line = body.line(&file.text, i);
         let mut shapes = &self.shapes;
-        let raw = lower::lower_instruction(file, line, &mut shapes).ok()?;
+        let raw = lower::lower_instruction_call(file, line, &mut shapes).ok()?;
         let (opcode, shape, parameter_number, operands) = raw.into_line_parts();
         let operands = operands
             .iter()

@@ -505,7 +505,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::computation | Rule::comp_header_line | Rule::comp_header | Rule::comp_name => {
             "a computation (`%name (params) -> shape {`)"
         }
-        Rule::instruction | Rule::instruction_head => {
+        Rule::instruction | Rule::instruction_head | Rule::instruction_call => {
             "an instruction (`%name = shape opcode(...)`)"
         }
         // It runs to the first line that starts with `}`.

@@ -19,7 +19,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::analysis::{BufferKind, MemoryModel};
-use crate::hlo::{Module, Opcode, SourceLocation};
+use crate::hlo::{Module, SourceLocation};
 pub use arguments::ParameterOrigin;
 pub use role::Role;
 pub use scope::Phase;
@@ -291,13 +291,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
     .par_iter()
     .any(|w| module.text_contains(w));
     let parameters = arguments::parameter_origins(module);
-    let argument_of: HashMap<_, _> = module
-        .entry()
-        .parameters
-        .iter()
-        .zip(&parameters)
-        .map(|(&p, o)| (p, o.argument.as_ref().map(|(name, _)| name.clone())))
-        .collect();
+    let origin_of: HashMap<_, _> = module.entry().parameters.iter().zip(&parameters).collect();
     let names: std::collections::HashSet<&str> = parameters
         .iter()
         .filter_map(|o| o.argument.as_ref())
@@ -310,17 +304,20 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
         .par_iter()
         .map(|b| {
             let instr = module.instr(b.instruction);
-            let (op_name, stack) = module.op_name_and_stack(b.instruction);
+            let origin = origin_of.get(&b.instruction);
+            // An entry parameter's metadata was read for its origin already,
+            // and its frames are not shown (see `stack` below).
+            let (op_name, stack) = match origin {
+                Some(o) if b.kind == BufferKind::Parameter => (o.op_name.clone(), Vec::new()),
+                _ => module.op_name_and_stack(b.instruction),
+            };
             let phase = op_name.as_deref().map_or(Phase::Outside, scope::phase);
-            let is_entry_parameter =
-                instr.opcode == Opcode::Parameter && instr.computation == module.entry;
-            let argument = if is_entry_parameter {
+            let is_entry_parameter = origin.is_some();
+            let argument = if let Some(o) = origin {
                 Some(
-                    argument_of
-                        .get(&b.instruction)
-                        .cloned()
-                        .flatten()
-                        .unwrap_or_else(|| instr.name.clone()),
+                    o.argument
+                        .as_ref()
+                        .map_or_else(|| instr.name.clone(), |(name, _)| name.clone()),
                 )
             } else {
                 // A copy of an argument (a layout change) keeps its op_name.

@@ -402,11 +402,30 @@ pub(super) fn lower_instruction<'a>(
     line: Line<'a>,
     shapes: &mut impl Shapes<'a>,
 ) -> Result<RawInstruction<'a>, Error> {
+    lower_instruction_by(file, line, shapes, Rule::instruction)
+}
+
+/// A line read by `instruction_call`: up to its operands, attributes unread
+/// (for a fusion body's line read alone, `Deferred::line`).
+pub(super) fn lower_instruction_call<'a>(
+    file: &'a SourceFile,
+    line: Line<'a>,
+    shapes: &mut impl Shapes<'a>,
+) -> Result<RawInstruction<'a>, Error> {
+    lower_instruction_by(file, line, shapes, Rule::instruction_call)
+}
+
+fn lower_instruction_by<'a>(
+    file: &'a SourceFile,
+    line: Line<'a>,
+    shapes: &mut impl Shapes<'a>,
+    rule: Rule,
+) -> Result<RawInstruction<'a>, Error> {
     let at = At {
         file,
         base: line.offset,
     };
-    let pair = parse::parse_line(file, Rule::instruction, line)?;
+    let pair = parse::parse_line(file, rule, line)?;
     let mut instr = RawInstruction {
         name: Reference {
             name: "",

@@ -13,6 +13,10 @@
 // Fx, not SipHash: keys are ids, and these maps are on the hot path.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+mod pack;
+
+use self::pack::{pack, Order};
+
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::liveness::LiveRange;
 use super::sharing;
@@ -55,7 +59,8 @@ struct Group {
     size: u64,
     /// The leader's own event interval.
     own: (u64, u64),
-    /// Event-time intervals of every member, inclusive.
+    /// Event-time intervals of every member, inclusive, sorted and merged
+    /// where they overlap: two groups meet in time if these meet.
     intervals: Vec<(u64, u64)>,
     members: Vec<ValueId>,
     start: u64,
@@ -186,7 +191,7 @@ pub fn simulate(
                 leader_size: size_of(leader.value),
                 size: members.iter().map(|m| size_of(m.value)).max().unwrap_or(0),
                 own: (leader.start, leader.end),
-                intervals: members.iter().map(|m| (m.start, m.end)).collect(),
+                intervals: merged(members.iter().map(|m| (m.start, m.end)).collect()),
                 members: members.iter().map(|m| m.value).collect(),
                 start: members.iter().map(|m| m.start).min().unwrap_or(0),
                 end: members.iter().map(|m| m.end).max().unwrap_or(0),
@@ -234,6 +239,19 @@ pub fn simulate(
     }
 }
 
+/// Inclusive intervals sorted by start, overlapping ones merged.
+fn merged(mut intervals: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    intervals.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(intervals.len());
+    for (start, end) in intervals {
+        match out.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
+}
+
 /// The operand value whose chunk `v` takes over as it is defined: the
 /// top-level value of a direct operand, alone in its buffer, dying now and not
 /// yet taken, that `v` may overwrite (`HeapSimulator::RunComputation`).
@@ -271,132 +289,4 @@ fn dying_operand(
         }
     }
     None
-}
-
-/// A group already placed: where it is. Its time span is kept apart, in
-/// [`Placement::spans`], in the same order.
-struct Placed {
-    offset: u64,
-    size: u64,
-    group: u32,
-    /// The group is one interval: its span says everything about its time.
-    single: bool,
-}
-
-/// The groups placed so far, sorted by (offset, size) so that the free gaps
-/// can be read off in one pass. The time spans (inclusive, in event time) are
-/// a separate array: the scan, the hot loop of the whole accounting, reads
-/// every span and the rest only of the few groups alive at the same time, so
-/// it stays within 16 bytes per group.
-#[derive(Default)]
-struct Placement {
-    spans: Vec<(u64, u64)>,
-    placed: Vec<Placed>,
-}
-
-#[derive(Clone, Copy)]
-enum Order {
-    Spatial,
-    Temporal,
-    /// By the leader's start: in event time no two groups start together.
-    Start,
-}
-
-/// Best-fit packing in the given order; returns the heap size and each group's offset.
-fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
-    let id = |g: &Group| g.leader.0;
-    let mut sorted: Vec<usize> = (0..groups.len()).collect();
-    match order {
-        // Size first, then the leader's own interval: colocations are not looked at.
-        Order::Spatial => sorted.sort_by_key(|&g| {
-            let x = &groups[g];
-            (
-                std::cmp::Reverse(x.leader_size),
-                std::cmp::Reverse(x.own.1 - x.own.0),
-                id(x),
-            )
-        }),
-        // Time first: from the leader's start to the last colocation's end.
-        Order::Temporal => sorted.sort_by_key(|&g| {
-            let x = &groups[g];
-            (
-                std::cmp::Reverse(x.end.max(x.own.1) - x.own.0),
-                std::cmp::Reverse(x.leader_size),
-                id(x),
-            )
-        }),
-        Order::Start => sorted.sort_by_key(|&g| (groups[g].own.0, id(&groups[g]))),
-    }
-    // Alignments are powers of two in every backend: a mask, not a division,
-    // in the hot loop below.
-    let mask = alignment.is_power_of_two().then(|| alignment - 1);
-    let align = |x: u64| match mask {
-        Some(m) => x.checked_add(m).map_or(u64::MAX, |y| y & !m),
-        None if alignment <= 1 => x,
-        None => x.div_ceil(alignment).saturating_mul(alignment),
-    };
-    let mut offsets = vec![0u64; groups.len()];
-    let mut placement = Placement {
-        spans: Vec::with_capacity(groups.len()),
-        placed: Vec::with_capacity(groups.len()),
-    };
-    let mut heap_size = 0u64;
-    for g in sorted {
-        let group = &groups[g];
-        if group.size == 0 {
-            offsets[g] = 0;
-            continue;
-        }
-        // Chunks alive at any moment this group is alive, by offset: their
-        // spans first, then, for groups of several intervals, interval by interval.
-        let (start, end, single) = (group.start, group.end, group.intervals.len() == 1);
-        let mut best: Option<(u64, u64)> = None; // (offset, free size)
-        let mut offset = 0u64;
-        // The spans alive with this one, gathered without branches first (a
-        // quarter of the spans, in no predictable pattern).
-        for (&(p_start, p_end), p) in placement.spans.iter().zip(&placement.placed) {
-            if p_start > end || start > p_end {
-                continue;
-            }
-            let overlaps = (single && p.single)
-                || group.intervals.iter().any(|a| {
-                    groups[p.group as usize]
-                        .intervals
-                        .iter()
-                        .any(|b| a.0 <= b.1 && b.0 <= a.1)
-                });
-            if !overlaps {
-                continue;
-            }
-            if p.offset > offset {
-                let free_size = p.offset - offset;
-                if free_size >= group.size && best.is_none_or(|(_, s)| free_size < s) {
-                    best = Some((offset, free_size));
-                }
-            }
-            // `offset` is aligned already: only a chunk reaching past it moves it.
-            let chunk_end = p.offset.saturating_add(p.size);
-            if chunk_end > offset {
-                offset = align(chunk_end);
-            }
-        }
-        // The space above the highest chunk is unbounded: the last resort.
-        let chosen = best.map_or(offset, |(o, _)| o);
-        offsets[g] = chosen;
-        heap_size = heap_size.max(chosen.saturating_add(group.size));
-        let at = placement
-            .placed
-            .partition_point(|p| (p.offset, p.size) <= (chosen, group.size));
-        placement.spans.insert(at, (group.start, group.end));
-        placement.placed.insert(
-            at,
-            Placed {
-                offset: chosen,
-                size: group.size,
-                group: g as u32,
-                single,
-            },
-        );
-    }
-    (heap_size, offsets)
 }
