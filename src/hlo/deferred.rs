@@ -33,7 +33,7 @@ use crate::source::SourceFile;
 /// The deferred bodies of one module.
 pub struct Deferred {
     /// Every computation of the module by name, for the names a body calls.
-    comp_ids: HashMap<Box<str>, CompId>,
+    comp_ids: rustc_hash::FxHashMap<Box<str>, CompId>,
     /// Ordered by `base`.
     bodies: Vec<DeferredBody>,
     lines: usize,
@@ -59,7 +59,9 @@ pub(super) struct DeferredBody {
     /// `(name offset, name length, line)` of every line, sorted by name: an
     /// operand's line is found without parsing the body.
     names: OnceLock<Box<[(u32, u32, u32)]>>,
-    parsed: OnceLock<Parsed>,
+    /// Boxed: most bodies are never parsed, and the module keeps one
+    /// `DeferredBody` per fusion.
+    parsed: OnceLock<Box<Parsed>>,
 }
 
 /// One line of a deferred body, as far as it was read alone.
@@ -135,7 +137,7 @@ impl DeferredBody {
 
 impl Deferred {
     pub(super) fn new(
-        comp_ids: HashMap<Box<str>, CompId>,
+        comp_ids: rustc_hash::FxHashMap<Box<str>, CompId>,
         bodies: Vec<DeferredBody>,
         callers: Vec<Option<InstrId>>,
     ) -> Deferred {
@@ -362,7 +364,7 @@ impl Deferred {
     fn parsed<'m>(&'m self, module: &'m Module, k: usize) -> &'m Parsed {
         self.bodies[k].parsed.get_or_init(|| {
             let body = &self.bodies[k];
-            match self.parse(module, body) {
+            Box::new(match self.parse(module, body) {
                 Ok(parsed) => parsed,
                 Err(error) => {
                     let shell = &module.computations[body.comp.index()];
@@ -376,7 +378,7 @@ impl Deferred {
                         error: Some(Box::new(error)),
                     }
                 }
-            }
+            })
         })
     }
 
@@ -605,32 +607,66 @@ fn scan_line<'a>(
     offset: usize,
     calls: &mut Vec<(CallRole, &'a str, usize)>,
 ) -> Option<(usize, &'static str)> {
+    let bytes = text.as_bytes();
     let mut stack: Vec<u8> = Vec::new();
-    let mut strings = super::parse::Strings::default();
-    for (i, b) in text.bytes().enumerate() {
-        if !strings.outside(b) {
-            continue;
-        }
-        match b {
-            b'(' | b'[' | b'{' => stack.push(b),
-            b')' | b']' | b'}' => {
+    let mut i = 0;
+    // Most bytes are none of these: they are skipped a table look-up each,
+    // and a string's contents in one search for its closing quote (a body's
+    // text is read whole here, so this walk is the cost of the check).
+    while let Some(k) = bytes[i..].iter().position(|&b| SPECIAL[b as usize]) {
+        i += k;
+        match bytes[i] {
+            b'"' => match string_end(bytes, i + 1) {
+                Some(end) => i = end,
+                None => return Some((text.len().saturating_sub(1), "a string is not closed")),
+            },
+            b @ (b'(' | b'[' | b'{') => stack.push(b),
+            b => {
                 let open = match b {
                     b')' => b'(',
                     b']' => b'[',
-                    _ => b'{',
+                    b'}' => b'{',
+                    _ => {
+                        // `=`: an attribute, when outside every bracket.
+                        if stack.is_empty() {
+                            call_attribute(text, i, offset, calls);
+                        }
+                        i += 1;
+                        continue;
+                    }
                 };
                 if stack.pop() != Some(open) {
                     return Some((i, "a closing bracket without its opening one"));
                 }
             }
-            b'=' if stack.is_empty() => call_attribute(text, i, offset, calls),
-            _ => {}
         }
-    }
-    if strings.unclosed() {
-        return Some((text.len().saturating_sub(1), "a string is not closed"));
+        i += 1;
     }
     (!stack.is_empty()).then(|| (text.len().saturating_sub(1), "a bracket is not closed"))
+}
+
+/// The bytes [`scan_line`] stops at: brackets, `=` and the opening quote of a string.
+const SPECIAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut k = 0;
+    let special = b"()[]{}=\"";
+    while k < special.len() {
+        table[special[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// The index of the quote closing a string whose contents start at `from`
+/// (a backslash escapes the byte after it).
+fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let k = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
+        if bytes[k] == b'"' {
+            return Some(k);
+        }
+        from = k + 2;
+    }
 }
 
 /// At the `=` at `eq`: if the key before it names computations, the names

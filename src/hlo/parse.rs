@@ -361,11 +361,6 @@ impl Strings {
         self.in_string = b == b'"';
         true
     }
-
-    /// Whether the bytes seen so far end inside a string.
-    pub(super) fn unclosed(&self) -> bool {
-        self.in_string
-    }
 }
 
 fn syntax_error(file: &SourceFile, rule: Rule, line: Line, e: &pest::error::Error<Rule>) -> Error {
@@ -562,6 +557,7 @@ pub fn describe(rule: Rule) -> &'static str {
         Rule::metadata_attr | Rule::metadata => "`metadata={...}`",
         Rule::instruction_strict => "an instruction (`%name = shape opcode(operands), ...`)",
         Rule::shape_text | Rule::shape_only => "a shape (`f32[2,3]`)",
+        Rule::tuple_texts => "a tuple shape (`(f32[2], s32[])`)",
         Rule::meta_field => "a metadata field (`op_name=\"...\"`)",
         Rule::called_attr | Rule::called_key => "a called computation (`calls=%f`)",
         Rule::called_list_attr | Rule::called_list_key => "called computations (`{%f, %g}`)",

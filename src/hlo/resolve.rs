@@ -6,6 +6,8 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use super::deferred::{Deferred, DeferredBody};
@@ -28,7 +30,8 @@ pub(super) fn resolve(
         Error::at(file, r.offset..r.offset + r.name.len() + 1, title, label)
     };
 
-    let mut comp_ids: HashMap<&str, CompId> = HashMap::with_capacity(raw.len());
+    let mut comp_ids: FxHashMap<&str, CompId> =
+        FxHashMap::with_capacity_and_hasher(raw.len(), Default::default());
     for (i, c) in raw.iter().enumerate() {
         if comp_ids.insert(c.name.name, CompId(i as u32)).is_some() {
             return Err(error_at(
@@ -71,7 +74,8 @@ pub(super) fn resolve(
 
     let mut computations = Vec::with_capacity(raw.len());
     let mut unresolved = unresolved.into_iter();
-    let mut deferred_bodies = Vec::new();
+    let mut deferred_bodies =
+        Vec::with_capacity(raw.iter().filter(|c| c.deferred.is_some()).count());
     let mut next_deferred_id = 0u32;
     for (ci, comp) in raw.into_iter().enumerate() {
         let comp_id = CompId(ci as u32);

@@ -4,7 +4,6 @@ use std::collections::HashMap;
 
 use pest::iterators::Pair;
 
-use super::shape::lower_shape;
 use super::{raw_attribute, string_contents, At};
 use crate::error::Error;
 use crate::hlo::ir::*;
@@ -69,9 +68,17 @@ pub(super) fn lower_header(file: &SourceFile, line: Line) -> Result<(String, Mod
 }
 
 fn lower_program_shape(at: At, pair: Pair<Rule>) -> Result<ProgramShape, Error> {
+    // A layout repeats each parameter's shape: each spelling is parsed once.
+    let mut table = super::ShapeCache::default();
     let mut shapes = pair
         .into_inner()
-        .map(|s| lower_shape(at, s))
+        .map(|s| {
+            let text = Line {
+                offset: at.offset(&s),
+                text: s.as_str(),
+            };
+            super::shape_of(at.file, text, &mut table).map(|shape| Shape::clone(&*shape))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     let result = shapes.pop().unwrap_or(Shape::Tuple(Vec::new()));
     Ok(ProgramShape {

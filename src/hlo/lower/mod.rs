@@ -349,6 +349,15 @@ fn lower_computation_header<'a>(
 }
 
 fn lower_computation_close(file: &SourceFile, line: Line) -> Result<Option<String>, Error> {
+    // Nearly every closing line is a bare `}`, which `comp_close` reads as
+    // no attribute: a parse per computation spared.
+    if line
+        .text
+        .trim_matches([' ', '\t', '\n', '\u{b}', '\u{c}', '\r'])
+        == "}"
+    {
+        return Ok(None);
+    }
     let close = parse::parse_line(file, Rule::comp_close, line)?;
     let at = At {
         file,
@@ -453,15 +462,17 @@ fn lower_instruction_by<'a>(
                 instr.name = at.reference(&p);
             }
             Rule::shape_text => {
-                let text = p.as_str();
-                instr.shape = match shapes.get(text) {
-                    Some(shape) => shape,
-                    None => {
-                        let shape = Arc::new(lower_shape_text(file, line, at.offset(&p), text)?);
-                        shapes.insert(text, shape.clone());
-                        shape
-                    }
-                }
+                let shape_line = Line {
+                    offset: at.offset(&p),
+                    text: p.as_str(),
+                };
+                instr.shape = shape_of(file, shape_line, shapes).map_err(|shape_error| {
+                    // The line parsed the strict way words the error as any
+                    // other error in a line.
+                    parse::parse_line(file, Rule::instruction_strict, line)
+                        .err()
+                        .unwrap_or(shape_error)
+                })?;
             }
             Rule::constant_call => instr.opcode = Opcode::Constant,
             Rule::op_call => lower_op_call(at, p, &mut instr)?,
@@ -482,29 +493,49 @@ pub(super) fn lower_opcode(file: &SourceFile, line: Line) -> Result<Opcode, Erro
         .map_or(Opcode::Tuple, |p| Opcode::parse(p.as_str())))
 }
 
-/// Parses and lowers the shape an instruction line spells at `offset`. Should the
-/// shape grammar refuse what `shape_text` delimited, the whole line is parsed
-/// the strict way, so the error reads as any other error in a line.
-fn lower_shape_text(
-    file: &SourceFile,
-    line: Line,
-    offset: usize,
-    text: &str,
-) -> Result<Shape, Error> {
-    let shape_line = Line { offset, text };
-    let pair = match parse::parse_line(file, Rule::shape_only, shape_line) {
-        Ok(pair) => pair,
-        Err(shape_error) => {
-            return Err(parse::parse_line(file, Rule::instruction_strict, line)
-                .err()
-                .unwrap_or(shape_error))
+/// The shape a `shape_text` spells, from `shapes` when spelled before. A
+/// tuple is lowered element by element through the same table: a training
+/// step's result tuple repeats a few spellings thousands of times.
+pub(super) fn shape_of<'a>(
+    file: &'a SourceFile,
+    text: Line<'a>,
+    shapes: &mut impl Shapes<'a>,
+) -> Result<Arc<Shape>, Error> {
+    if let Some(shape) = shapes.get(text.text) {
+        return Ok(shape);
+    }
+    let shape = if text.text.starts_with('(') {
+        let pair = parse::parse_line(file, Rule::tuple_texts, text)?;
+        let at = At {
+            file,
+            base: text.offset,
+        };
+        let mut elements = Vec::new();
+        for element in pair
+            .into_inner()
+            .filter(|p| p.as_rule() == Rule::shape_text)
+        {
+            let element = Line {
+                offset: at.offset(&element),
+                text: element.as_str(),
+            };
+            elements.push(Shape::clone(&*shape_of(file, element, shapes)?));
+        }
+        Shape::Tuple(elements)
+    } else {
+        let pair = parse::parse_line(file, Rule::shape_only, text)?;
+        let at = At {
+            file,
+            base: text.offset,
+        };
+        match pair.into_inner().next() {
+            Some(shape) => lower_shape(at, shape)?,
+            None => Shape::Tuple(Vec::new()),
         }
     };
-    let at = At { file, base: offset };
-    match pair.into_inner().next() {
-        Some(shape) => lower_shape(at, shape),
-        None => Ok(Shape::Tuple(Vec::new())),
-    }
+    let shape = Arc::new(shape);
+    shapes.insert(text.text, shape.clone());
+    Ok(shape)
 }
 
 fn lower_op_call<'a>(

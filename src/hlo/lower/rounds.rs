@@ -143,8 +143,10 @@ pub(super) fn lower_computations<'a>(
         },
     );
 
-    let mut instructions = Vec::new();
-    let mut unresolved = Vec::new();
+    // Sized once: a big module's arena would otherwise be copied as it grows.
+    let count = lowered.iter().map(Vec::len).sum();
+    let mut instructions = Vec::with_capacity(count);
+    let mut unresolved = Vec::with_capacity(count);
     let mut raw = Vec::with_capacity(n);
     // The full header of every computation lowered now.
     let mut full: Vec<Option<Result<(), Error>>> = computations
