@@ -69,7 +69,8 @@ pub(super) struct DeferredBody {
 struct LineReads {
     /// From its first words (`instruction_head`), or from `read`.
     opcode: OnceLock<Opcode>,
-    read: OnceLock<LineRead>,
+    /// Boxed: a body's table has a slot per line, and most are never read.
+    read: OnceLock<Box<LineRead>>,
     /// Its users' lines.
     users: OnceLock<Box<[u32]>>,
 }
@@ -203,7 +204,7 @@ impl Deferred {
     }
 
     /// Line `i` of body `k`, read alone the first time it is asked for: the
-    /// grammar's `instruction` rule on that line, and its operands looked up
+    /// grammar's `instruction_call` rule on that line, and its operands looked up
     /// among the body's names. Most questions about a fusion reach a few of
     /// its lines (its root and what the root reads), so the rest is never
     /// parsed. A line that does not parse, or names an operand the body does
@@ -212,16 +213,18 @@ impl Deferred {
     /// an empty tuple.
     pub fn line(&self, module: &Module, k: u32, i: u32) -> &LineRead {
         self.reads(k)[i as usize].read.get_or_init(|| {
-            self.read_line(module, &self.bodies[k as usize], i)
-                .unwrap_or_else(|| {
-                    self.parsed(module, k as usize);
-                    LineRead {
-                        opcode: Opcode::Tuple,
-                        shape: Arc::new(Shape::Tuple(Vec::new())),
-                        operands: Box::default(),
-                        parameter_number: None,
-                    }
-                })
+            Box::new(
+                self.read_line(module, &self.bodies[k as usize], i)
+                    .unwrap_or_else(|| {
+                        self.parsed(module, k as usize);
+                        LineRead {
+                            opcode: Opcode::Tuple,
+                            shape: Arc::new(Shape::Tuple(Vec::new())),
+                            operands: Box::default(),
+                            parameter_number: None,
+                        }
+                    }),
+            )
         })
     }
 

@@ -25,8 +25,9 @@ pub struct Metadata {
 /// The four tables, with every reference already made 0-based.
 #[derive(Debug, Clone, Default)]
 pub struct StackFrameIndex {
-    pub file_names: Vec<String>,
-    pub function_names: Vec<String>,
+    /// Shared: a report names the same few files and functions thousands of times.
+    pub file_names: Vec<std::sync::Arc<str>>,
+    pub function_names: Vec<std::sync::Arc<str>>,
     pub file_locations: Vec<FileLocation>,
     pub frames: Vec<StackFrame>,
 }
@@ -48,10 +49,12 @@ pub struct StackFrame {
 /// A place in the user's program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct SourceLocation {
-    pub file: String,
+    /// Shared with the stack-frame table it comes from (a report repeats the
+    /// same few files over thousands of buffers' stacks).
+    pub file: std::sync::Arc<str>,
     pub line: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub function: Option<String>,
+    pub function: Option<std::sync::Arc<str>>,
 }
 
 impl std::fmt::Display for SourceLocation {
@@ -98,7 +101,7 @@ impl Metadata {
     pub fn source_location(&self, text: &str, frames: &StackFrameIndex) -> Option<SourceLocation> {
         if let (Some(file), Some(line)) = (self.source_file, self.source_line) {
             return Some(SourceLocation {
-                file: unescape(text.get(file.range()).unwrap_or("")),
+                file: unescape(text.get(file.range()).unwrap_or("")).into(),
                 line,
                 function: None,
             });

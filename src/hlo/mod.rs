@@ -45,7 +45,7 @@ fn parse(file: crate::source::SourceFile, defer: bool) -> Result<Module, crate::
             raw,
             mut instructions,
             unresolved,
-        } = lower::lower_module(&file, &outline, defer)?;
+        } = lower::lower_module(&file, outline, defer)?;
         let (computations, entry, deferred) =
             resolve::resolve(&file, raw, &mut instructions, unresolved)?;
         verify::verify(&file, &header, (&computations, entry), &instructions)?;

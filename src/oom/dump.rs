@@ -345,7 +345,7 @@ fn link_buffer(
         parameter: module.instr(found).parameter_number,
         op_name: module.op_name(found),
         source: location.as_ref().map(|l| l.to_string()),
-        function: location.and_then(|l| l.function),
+        function: location.and_then(|l| l.function.as_deref().map(String::from)),
     };
     Some((linked, found))
 }

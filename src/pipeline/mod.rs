@@ -229,7 +229,7 @@ pub fn report_module(module: &Module, model: &analysis::MemoryModel) -> report::
     let usage = crate::usage::peak_usage(module, model);
     let (findings, report) = rayon::join(
         || findings::reported(module, model, &usage),
-        || report::ModuleReport::build(module, model, usage.clone()),
+        || report::ModuleReport::build(module, model, &usage),
     );
     report.with_findings(findings)
 }

@@ -303,7 +303,7 @@ impl ModuleReport {
     pub fn build(
         module: &Module,
         model: &crate::analysis::MemoryModel,
-        usage: crate::usage::PeakUsage,
+        usage: &crate::usage::PeakUsage,
     ) -> ModuleReport {
         let entry = module.entry();
         let parameters: Vec<ParameterReport> = entry
@@ -469,7 +469,7 @@ fn differences(
 fn peak_report(
     module: &Module,
     model: &crate::analysis::MemoryModel,
-    usage: crate::usage::PeakUsage,
+    usage: &crate::usage::PeakUsage,
 ) -> PeakReport {
     let buffers = model
         .peak
@@ -501,7 +501,7 @@ fn peak_report(
         time: model.peak.time,
         instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),
         buffers,
-        usage,
+        usage: usage.summary(),
     }
 }
 

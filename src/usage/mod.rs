@@ -52,6 +52,24 @@ pub struct PeakUsage {
     pub parameters: Vec<arguments::ParameterOrigin>,
 }
 
+impl PeakUsage {
+    /// The groups and facts a report keeps, without the per-buffer and
+    /// per-parameter rows it reads once while being built (thousands of
+    /// rows with their stacks: copying them doubled the report's memory).
+    pub fn summary(&self) -> PeakUsage {
+        PeakUsage {
+            training: self.training,
+            rematerialized: self.rematerialized,
+            phase: self.phase,
+            by_source: self.by_source.clone(),
+            by_role: self.by_role.clone(),
+            by_scope: self.by_scope.clone(),
+            buffers: Vec::new(),
+            parameters: Vec::new(),
+        }
+    }
+}
+
 /// Sizes shared by every kind of group.
 #[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct GroupSize {
@@ -436,8 +454,12 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
                 SourceGroup {
                     argument,
                     made_by_xla,
-                    function: b.source().and_then(|l| l.function.clone()),
-                    caller_function: b.caller().and_then(|l| l.function.clone()),
+                    function: b
+                        .source()
+                        .and_then(|l| l.function.as_deref().map(String::from)),
+                    caller_function: b
+                        .caller()
+                        .and_then(|l| l.function.as_deref().map(String::from)),
                     op_name: buffers[largest].op_name.clone(),
                     source,
                     caller,

@@ -247,7 +247,7 @@ fn sources_resolve_through_stack_frames() {
     let location = module
         .source_location(root)
         .expect("the add has a source line");
-    assert_eq!(location.file, "samples/gen_samples.py");
+    assert_eq!(&*location.file, "samples/gen_samples.py");
     assert_eq!(location.function.as_deref(), Some("build_case.<locals>.fn"));
     // The line is where gen_samples.py writes `a + b`.
     let script = std::fs::read_to_string("samples/gen_samples.py").unwrap();

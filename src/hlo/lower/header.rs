@@ -134,8 +134,8 @@ pub(super) fn lower_stack_tables(
                     file.text.get(string_contents(at, &s).range()).unwrap_or(""),
                 );
                 match section {
-                    Rule::kw_file_names => index.file_names.push(text),
-                    _ => index.function_names.push(text),
+                    Rule::kw_file_names => index.file_names.push(text.into()),
+                    _ => index.function_names.push(text.into()),
                 }
             }
             Rule::record_row => {

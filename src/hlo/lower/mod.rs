@@ -39,18 +39,19 @@ pub(super) struct Lowered<'a> {
 /// an outlined module.
 pub(super) fn lower_module<'a>(
     file: &'a SourceFile,
-    outline: &parse::Outline<'a>,
+    mut outline: parse::Outline<'a>,
     defer: bool,
 ) -> Result<Lowered<'a>, Error> {
-    // The stack tables are pest pairs of the outline, which stay on this thread.
-    let stack_frames = match &outline.stack_tables {
-        Some(tables) => lower_stack_tables(file, tables.clone()),
+    // The stack tables are pest pairs of the outline, which stay on this
+    // thread; taken, so that the parse they hold is freed once they are read.
+    let stack_frames = match outline.stack_tables.take() {
+        Some(tables) => lower_stack_tables(file, tables),
         None => Ok(StackFrameIndex::default()),
     };
     // The header can be as long as the entry's parameter list (its layout
     // repeats every parameter's shape): it is read beside the computations.
     let header = outline.header;
-    let computations = outline.computations.as_slice();
+    let computations = outline.computations.as_mut_slice();
     let (head, lowered) = rayon::join(
         || lower_header(file, header),
         || lower_computations(file, computations, defer),

@@ -18,7 +18,7 @@ use super::*;
 #[allow(clippy::type_complexity)]
 pub(super) fn lower_computations<'a>(
     file: &'a SourceFile,
-    computations: &[parse::OutlineComputation<'a>],
+    computations: &mut [parse::OutlineComputation<'a>],
     defer: bool,
 ) -> Result<
     (
@@ -143,6 +143,11 @@ pub(super) fn lower_computations<'a>(
         },
     );
 
+    // Every line is lowered or kept as offsets now: the outline's lists of
+    // lines (16 bytes a line) go before the arena is filled.
+    for c in computations.iter_mut() {
+        c.instructions = Vec::new();
+    }
     // Sized once: a big module's arena would otherwise be copied as it grows.
     let count = lowered.iter().map(Vec::len).sum();
     let mut instructions = Vec::with_capacity(count);
