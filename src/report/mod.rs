@@ -190,7 +190,9 @@ pub struct PeakBufferReport {
     pub name: String,
     /// Position in that instruction's tuple result; `[]` for an array.
     pub index: Vec<u64>,
-    pub shape: Shape,
+    // Shared with the instruction for an array (a big module's report has
+    // thousands of these rows).
+    pub shape: std::sync::Arc<Shape>,
     pub bytes: u64,
     pub kind: crate::analysis::BufferKind,
     pub role: crate::usage::Role,
@@ -206,7 +208,8 @@ pub struct PeakBufferReport {
 pub struct ParameterReport {
     pub number: u64,
     pub name: String,
-    pub shape: Shape,
+    // Shared with the parameter's instruction.
+    pub shape: std::sync::Arc<Shape>,
     pub bytes: u64,
     /// For JAX, the Python argument's name (`a`, `params['w']`).
     pub op_name: Option<String>,
@@ -479,12 +482,13 @@ fn peak_report(
         .map(|(b, u)| PeakBufferReport {
             name: u.instruction.clone(),
             index: b.index.clone(),
-            shape: module
-                .instr(b.instruction)
-                .shape
-                .subshape(&b.index)
-                .cloned()
-                .unwrap_or_else(|| (*module.instr(b.instruction).shape).clone()),
+            shape: {
+                let whole = &module.instr(b.instruction).shape;
+                match whole.subshape(&b.index) {
+                    Some(part) if !b.index.is_empty() => std::sync::Arc::new(part.clone()),
+                    _ => whole.clone(),
+                }
+            },
             bytes: b.bytes,
             kind: b.kind,
             role: u.role,
@@ -515,7 +519,7 @@ fn parameter_report(
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
         name: instr.name.clone(),
-        shape: (*instr.shape).clone(),
+        shape: instr.shape.clone(),
         bytes: target.total_size(&instr.shape),
         op_name: origin.op_name.clone(),
         source: origin.source.as_ref().map(|l| l.to_string()),
