@@ -9,7 +9,9 @@ fn main() -> ExitCode {
 mod hlomem_cli;
 
 /// Two settings of glibc's malloc that bound the memory a big module peaks at
-/// (on the 26 MB 192-layer module of BENCHMARKS.md, 16 MB lower, no slower):
+/// (BENCHMARKS.md: 24 MB lower on the 26 MB 192-layer module, 11 MB on the
+/// 13 MB one; about 5% slower on the biggest, the price of mapping big
+/// blocks afresh):
 ///
 /// - glibc gives a freed block back to the system only above a threshold
 ///   that grows with the biggest block freed so far, so the big buffers of
