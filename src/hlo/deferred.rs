@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use super::ir::*;
 use super::lower;
 use super::opcode::Opcode;
-use super::parse::Line;
+use super::parse::{Line, Rule};
 use super::resolve::{resolve_computation, Arena};
 use super::shape::Shape;
 use super::verify;
@@ -256,7 +256,8 @@ impl Deferred {
         let file = &module.file;
         let line = body.line(&file.text, i);
         let mut shapes = &self.shapes;
-        let raw = lower::lower_instruction_call(file, line, &mut shapes).ok()?;
+        let raw =
+            lower::lower_instruction_by(file, line, &mut shapes, Rule::instruction_call).ok()?;
         let (opcode, shape, parameter_number, operands) = raw.into_line_parts();
         let operands = operands
             .iter()

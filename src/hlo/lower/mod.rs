@@ -415,17 +415,9 @@ pub(super) fn lower_instruction<'a>(
     lower_instruction_by(file, line, shapes, Rule::instruction)
 }
 
-/// A line read by `instruction_call`: up to its operands, attributes unread
-/// (for a fusion body's line read alone, `Deferred::line`).
-pub(super) fn lower_instruction_call<'a>(
-    file: &'a SourceFile,
-    line: Line<'a>,
-    shapes: &mut impl Shapes<'a>,
-) -> Result<RawInstruction<'a>, Error> {
-    lower_instruction_by(file, line, shapes, Rule::instruction_call)
-}
-
-fn lower_instruction_by<'a>(
+/// A line read by `rule`: `instruction`, or `instruction_call` (up to its
+/// operands, attributes unread: a fusion body's line read alone, `Deferred::line`).
+pub(super) fn lower_instruction_by<'a>(
     file: &'a SourceFile,
     line: Line<'a>,
     shapes: &mut impl Shapes<'a>,
