@@ -620,24 +620,18 @@ fn scan_line<'a>(
     while let Some(k) = bytes[i..].iter().position(|&b| SPECIAL[b as usize]) {
         i += k;
         match bytes[i] {
-            b'"' => match string_end(bytes, i + 1) {
+            b'"' => match super::parse::string_end(bytes, i + 1) {
                 Some(end) => i = end,
                 None => return Some((text.len().saturating_sub(1), "a string is not closed")),
             },
             b @ (b'(' | b'[' | b'{') => stack.push(b),
-            b => {
-                let open = match b {
+            b'=' if stack.is_empty() => call_attribute(text, i, offset, calls),
+            b'=' => {}
+            close => {
+                let open = match close {
                     b')' => b'(',
                     b']' => b'[',
-                    b'}' => b'{',
-                    _ => {
-                        // `=`: an attribute, when outside every bracket.
-                        if stack.is_empty() {
-                            call_attribute(text, i, offset, calls);
-                        }
-                        i += 1;
-                        continue;
-                    }
+                    _ => b'{',
                 };
                 if stack.pop() != Some(open) {
                     return Some((i, "a closing bracket without its opening one"));
@@ -660,18 +654,6 @@ const SPECIAL: [bool; 256] = {
     }
     table
 };
-
-/// The index of the quote closing a string whose contents start at `from`
-/// (a backslash escapes the byte after it).
-fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
-    loop {
-        let k = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
-        if bytes[k] == b'"' {
-            return Some(k);
-        }
-        from = k + 2;
-    }
-}
 
 /// At the `=` at `eq`: if the key before it names computations, the names
 /// after it (`%c` or `{%a, %b}`).
@@ -707,5 +689,50 @@ fn call_attribute<'a>(
         if !value.starts_with('{') {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scan_line;
+
+    fn scan(text: &str) -> (Option<(usize, &'static str)>, Vec<String>) {
+        let mut calls = Vec::new();
+        let result = scan_line(text, 0, &mut calls);
+        (result, calls.iter().map(|c| c.1.to_string()).collect())
+    }
+
+    #[test]
+    fn brackets_and_quotes_inside_strings_do_not_count() {
+        let line = r#"%f = f32[2]{0} fusion(%a), calls=%c, metadata={op_name="x(\"]{" source_file="a.py"}"#;
+        assert_eq!(scan(line), (None, vec!["c".to_string()]));
+    }
+
+    #[test]
+    fn damage_is_found_where_it_is() {
+        assert_eq!(
+            scan("%f = f32[2)").0,
+            Some((10, "a closing bracket without its opening one"))
+        );
+        assert_eq!(
+            scan("%f = f32[2]{0").0,
+            Some((12, "a bracket is not closed"))
+        );
+        // The escaped quote does not close the string: the error is at the line's end.
+        let unclosed = r#"%f = f32[] x(), m={a="b\"}"#;
+        assert_eq!(
+            scan(unclosed).0,
+            Some((unclosed.len() - 1, "a string is not closed"))
+        );
+    }
+
+    #[test]
+    fn calls_are_read_outside_brackets_only() {
+        let line =
+            "%w = (s32[]) while(%t), condition=%cond, body=%body, backend_config={calls=%no}";
+        assert_eq!(
+            scan(line),
+            (None, vec!["cond".to_string(), "body".to_string()])
+        );
     }
 }

@@ -318,13 +318,13 @@ fn too_deep(text: &str) -> Option<usize> {
     if opening <= MAX_NESTING {
         return None;
     }
+    let bytes = text.as_bytes();
     let mut depth = 0usize;
-    let mut strings = Strings::default();
-    for (i, b) in text.bytes().enumerate() {
-        if !strings.outside(b) {
-            continue;
-        }
-        match b {
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            // An unclosed string runs to the end of the line.
+            b'"' => i = string_end(bytes, i + 1)?,
             b'(' | b'[' | b'{' => {
                 depth += 1;
                 if depth > MAX_NESTING {
@@ -334,32 +334,21 @@ fn too_deep(text: &str) -> Option<usize> {
             b')' | b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     None
 }
 
-/// Tells a line's bytes inside `"..."` strings (escapes honored) from those
-/// outside, one byte at a time, for the scans that look at brackets only.
-#[derive(Default)]
-pub(super) struct Strings {
-    in_string: bool,
-    escaped: bool,
-}
-
-impl Strings {
-    /// Whether `b`, the next byte, is outside a string (an opening quote is).
-    pub(super) fn outside(&mut self, b: u8) -> bool {
-        if self.in_string {
-            match b {
-                _ if self.escaped => self.escaped = false,
-                b'\\' => self.escaped = true,
-                b'"' => self.in_string = false,
-                _ => {}
-            }
-            return false;
+/// The index of the quote closing a `"..."` string whose contents start at
+/// `from` (a backslash escapes the byte after it), for the scans that look at
+/// brackets only; `None` when the line ends first.
+pub(super) fn string_end(bytes: &[u8], mut from: usize) -> Option<usize> {
+    loop {
+        let k = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
+        if bytes[k] == b'"' {
+            return Some(k);
         }
-        self.in_string = b == b'"';
-        true
+        from = k + 2;
     }
 }
 

@@ -6,9 +6,9 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
-use std::sync::Arc;
 
 use super::deferred::{Deferred, DeferredBody};
 use super::ir::*;

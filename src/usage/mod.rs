@@ -324,13 +324,13 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
             let instr = module.instr(b.instruction);
             let origin = origin_of.get(&b.instruction);
             // An entry parameter's metadata was read for its origin already,
-            // and its frames are not shown (see `stack` below).
+            // and its frames are not shown: they are where jit was called,
+            // not what made the argument.
             let (op_name, stack) = match origin {
                 Some(o) if b.kind == BufferKind::Parameter => (o.op_name.clone(), Vec::new()),
                 _ => module.op_name_and_stack(b.instruction),
             };
             let phase = op_name.as_deref().map_or(Phase::Outside, scope::phase);
-            let is_entry_parameter = origin.is_some();
             let argument = if let Some(o) = origin {
                 Some(
                     o.argument
@@ -353,11 +353,7 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
                     .subshape(&b.index)
                     .map_or_else(|| instr.shape.to_string(), |s| s.to_string()),
                 instruction: instr.name.clone(),
-                stack: if b.kind == BufferKind::Parameter && is_entry_parameter {
-                    Vec::new() // an argument's frames are where jit was called, not what made it
-                } else {
-                    stack
-                },
+                stack,
                 made_by_xla: false,
                 op_name,
                 phase,

@@ -87,13 +87,13 @@ pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<
             offsets[g] = 0;
             continue;
         }
-        // Chunks alive at any moment this group is alive, by offset: their
-        // spans first, then, for groups of several intervals, interval by interval.
+        // The chunks alive at any moment this group is alive, in offset
+        // order: their spans first (about half of them meet this group's, in
+        // no predictable pattern), then, for groups of several intervals,
+        // interval by interval.
         let (start, end, single) = (group.start, group.end, group.intervals.len() == 1);
         let mut best: Option<(u64, u64)> = None; // (offset, free size)
         let mut offset = 0u64;
-        // The spans alive with this one, gathered without branches first (a
-        // quarter of the spans, in no predictable pattern).
         for (&(p_start, p_end), p) in placement.spans.iter().zip(&placement.placed) {
             if p_start > end || start > p_end {
                 continue;

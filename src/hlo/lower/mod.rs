@@ -497,12 +497,12 @@ pub(super) fn shape_of<'a>(
     if let Some(shape) = shapes.get(text.text) {
         return Ok(shape);
     }
+    let at = At {
+        file,
+        base: text.offset,
+    };
     let shape = if text.text.starts_with('(') {
         let pair = parse::parse_line(file, Rule::tuple_texts, text)?;
-        let at = At {
-            file,
-            base: text.offset,
-        };
         let mut elements = Vec::new();
         for element in pair
             .into_inner()
@@ -517,10 +517,6 @@ pub(super) fn shape_of<'a>(
         Shape::Tuple(elements)
     } else {
         let pair = parse::parse_line(file, Rule::shape_only, text)?;
-        let at = At {
-            file,
-            base: text.offset,
-        };
         match pair.into_inner().next() {
             Some(shape) => lower_shape(at, shape)?,
             None => Shape::Tuple(Vec::new()),
