@@ -163,6 +163,9 @@ pub fn assign(
         buckets,
     };
     let mut open_to_outputs: BTreeSet<usize> = BTreeSet::new();
+    // The allocations a buffer may join at all, oldest first: a training step
+    // makes thousands of parameter allocations no buffer may join.
+    let mut reusable: Vec<usize> = Vec::new();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {
@@ -243,8 +246,11 @@ pub fn assign(
             .collect();
         for held in held {
             let a = occupancy.len();
-            if allocations[a].reusable && !held.closed_to_outputs(program_end) {
-                open_to_outputs.insert(a);
+            if allocations[a].reusable {
+                reusable.push(a);
+                if !held.closed_to_outputs(program_end) {
+                    open_to_outputs.insert(a);
+                }
             }
             occupancy.push(held);
         }
@@ -255,7 +261,10 @@ pub fn assign(
             &check,
             &allocations,
             &occupancy,
-            reaches_end.then_some(&open_to_outputs),
+            match reaches_end {
+                true => Candidates::OpenToOutputs(&open_to_outputs),
+                false => Candidates::Reusable(&reusable),
+            },
             &allocation_of,
             (b, color_of[b.index()]),
             lo,
@@ -434,7 +443,7 @@ fn find_reusable(
     check: &Interference,
     allocations: &[Allocation],
     occupancy: &[Occupancy],
-    open_to_outputs: Option<&BTreeSet<usize>>,
+    candidates: Candidates,
     allocation_of: &[Option<usize>],
     (b, color): (BufferId, u64),
     live_out: bool,
@@ -492,11 +501,24 @@ fn find_reusable(
                 .iter()
                 .any(|&(r, touched)| occupancy[a].surely_overlaps(r, touched))
     };
-    match open_to_outputs {
-        // The others would fail the interference check.
-        Some(open) => open.iter().rev().copied().find(|&a| may_fit(a) && fits(a)),
-        None => (0..allocations.len())
+    // Newest first.
+    match candidates {
+        Candidates::OpenToOutputs(open) => {
+            open.iter().rev().copied().find(|&a| may_fit(a) && fits(a))
+        }
+        Candidates::Reusable(reusable) => reusable
+            .iter()
             .rev()
+            .copied()
             .find(|&a| may_fit(a) && fits(a)),
     }
+}
+
+/// The allocations [`find_reusable`] tries after an operand's: every one a
+/// buffer may join, or, for a buffer living to the program's end, those still
+/// open to one (the others would fail the interference check).
+#[derive(Clone, Copy)]
+enum Candidates<'a> {
+    Reusable(&'a [usize]),
+    OpenToOutputs(&'a BTreeSet<usize>),
 }

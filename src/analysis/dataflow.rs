@@ -131,6 +131,8 @@ struct Builder<'m> {
     module: &'m Module,
     graph: &'m ModuleGraph,
     target: &'m Target,
+    /// What must share an operand's buffer, fusions' found on all cores first.
+    in_place: sharing::InPlacePairs,
     values: Vec<Value>,
     value_of: Vec<Vec<ValueId>>,
     /// Pairs of values that must share a buffer.
@@ -149,6 +151,7 @@ impl Dataflow {
         let mut b = Builder {
             module,
             target,
+            in_place: sharing::InPlacePairs::find(module),
             graph,
             values: Vec::new(),
             value_of: vec![Vec::new(); module.instructions.len()],
@@ -377,7 +380,7 @@ impl Builder<'_> {
             Some(values) => values,
             None => self.define_with_operand_slot(id),
         };
-        for pair in sharing::in_place_pairs(module, id) {
+        for pair in self.in_place.of(module, id) {
             let (Some(out_node), Some(&operand_instr)) = (
                 node_of(&instr.shape, &pair.output_index),
                 instr.operands.get(pair.operand as usize),

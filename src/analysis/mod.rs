@@ -130,8 +130,6 @@ pub fn analyze(module: &Module, target: &Target) -> MemoryModel {
 /// The accounting as if the entry's input/output aliasing were `aliases`:
 /// what donating (or not donating) parameters would change (a what-if).
 pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
-    // Fusion bodies the rules will read are parsed first, on all cores.
-    sharing::read_in_place_pairs(module);
     let graph = ModuleGraph::build(module);
     let schedule = Schedule::build(module, &graph);
     let dataflow = Dataflow::build(module, &graph, aliases, target);

@@ -15,10 +15,48 @@ use crate::analysis::dataflow::{Dataflow, ValueId};
 use crate::analysis::liveness::LiveRange;
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
 use crate::target::{Backend, Target};
+use rustc_hash::FxHashMap as HashMap;
 
 /// `(output index, (operand number, operand index))` pairs that must alias
 /// (`AliasInfo::GetInPlaceInputOutputPairs`).
 pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
+    pairs_with(module, id, |comp| fusion_in_place_pairs(module, comp))
+}
+
+/// [`in_place_pairs`] of every instruction of the computations parsed at
+/// load, with the fusions' found first on all cores (the dataflow asks about
+/// each instruction once, in order; a fusion's answer reads its body's text).
+pub struct InPlacePairs {
+    fusions: HashMap<CompId, Vec<OperandAlias>>,
+}
+
+impl InPlacePairs {
+    pub fn find(module: &Module) -> InPlacePairs {
+        use rayon::prelude::*;
+        let fusions: Vec<InstrId> = parsed_fusions(module).collect();
+        let fusions = fusions
+            .par_iter()
+            .filter(|&&id| module.instr(id).output_to_operand_aliasing.is_empty())
+            .filter_map(|&id| fused_computation(module, id))
+            .map(|comp| (comp, fusion_in_place_pairs(module, comp)))
+            .collect();
+        InPlacePairs { fusions }
+    }
+
+    /// [`in_place_pairs`] of `id`, an instruction of a computation parsed at load.
+    pub fn of(&self, module: &Module, id: InstrId) -> Vec<OperandAlias> {
+        pairs_with(module, id, |comp| match self.fusions.get(&comp) {
+            Some(pairs) => pairs.clone(),
+            None => fusion_in_place_pairs(module, comp),
+        })
+    }
+}
+
+fn pairs_with(
+    module: &Module,
+    id: InstrId,
+    fusion_pairs: impl FnOnce(CompId) -> Vec<OperandAlias>,
+) -> Vec<OperandAlias> {
     let instr = module.instr(id);
     let mut pairs: Vec<OperandAlias> = instr.output_to_operand_aliasing.to_vec();
     let pair = |output_index: Vec<u64>, operand: u64| OperandAlias {
@@ -42,28 +80,12 @@ pub fn in_place_pairs(module: &Module, id: InstrId) -> Vec<OperandAlias> {
         }
         Opcode::Fusion if instr.output_to_operand_aliasing.is_empty() => {
             if let Some(comp) = fused_computation(module, id) {
-                pairs.extend(fusion_in_place_pairs(module, comp));
+                pairs.extend(fusion_pairs(comp));
             }
         }
         _ => {}
     }
     pairs
-}
-
-/// Reads, on all cores, the lines of fusion bodies that [`in_place_pairs`]
-/// will read, by asking it about every fusion of the parsed computations (the
-/// answers are not kept; the lines read are). Asked before the dataflow, which
-/// would otherwise read them one fusion at a time.
-pub fn read_in_place_pairs(module: &Module) {
-    use rayon::prelude::*;
-    let fusions: Vec<InstrId> = parsed_fusions(module).collect();
-    fusions.par_iter().for_each(|&id| {
-        if let Some(comp) = fused_computation(module, id) {
-            if module.instr(id).output_to_operand_aliasing.is_empty() {
-                fusion_in_place_pairs(module, comp);
-            }
-        }
-    });
 }
 
 /// Asks, on all cores, the questions the heap simulation and the interference
