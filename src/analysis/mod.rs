@@ -134,8 +134,12 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
     let schedule = Schedule::build(module, &graph);
     let dataflow = Dataflow::build(module, &graph, aliases, target);
     let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule, target);
-    sharing::read_sharing_queries(target, module, &dataflow, &ranges);
-    let assignment = assign::assign(module, aliases, &graph, &dataflow, &ranges, target);
+    // The buffer assignment is one core's work until the heap simulation;
+    // the fusion body lines the simulation will read are read meanwhile.
+    let (assignment, ()) = rayon::join(
+        || assign::assign(module, aliases, &graph, &dataflow, &ranges, target),
+        || sharing::read_sharing_queries(target, module, &dataflow, &ranges),
+    );
     let mut totals = Totals {
         by_space: vec![SpaceBytes {
             color: 0,

@@ -93,7 +93,9 @@ fn pairs_with(
 /// live ranges tell: may a fusion's output take over an operand of its shape
 /// whose value dies where the output starts. The answers are not kept; the
 /// lines of fusion bodies they read are, so the one-at-a-time asking later
-/// reads no line. A guess that is wrong costs time only.
+/// reads no line. A guess that is wrong costs time only. It runs beside the
+/// buffer assignment, which leaves the other cores idle until its heap
+/// simulation asks these questions.
 pub fn read_sharing_queries(
     target: &Target,
     module: &Module,
