@@ -33,10 +33,7 @@ struct Placed {
 
 /// The groups placed so far, sorted by (offset, size) so that the free gaps
 /// can be read off in one pass. The time spans (inclusive, in event time) are
-/// a separate array: the scan, the hot loop of the whole accounting, reads
-/// every span and the rest only of the few groups alive at the same time, so
-/// it stays within 16 bytes per group.
-#[derive(Default)]
+/// a separate array, read in step with the places.
 struct Placement {
     spans: Vec<(u64, u64)>,
     placed: Vec<Placed>,
@@ -78,13 +75,10 @@ pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<
         }),
         Order::Start => sorted.sort_by_key(|&g| (groups[g].own.0, id(&groups[g]))),
     }
-    // Alignments are powers of two in every backend: a mask, not a division,
-    // in the hot loop below.
-    let mask = alignment.is_power_of_two().then(|| alignment - 1);
-    let align = |x: u64| match mask {
-        Some(m) => x.checked_add(m).map_or(u64::MAX, |y| y & !m),
-        None if alignment <= 1 => x,
-        None => x.div_ceil(alignment).saturating_mul(alignment),
+    // Once per group placed: the scan reads the aligned ends it stored.
+    let align = |x: u64| match alignment {
+        0 | 1 => x,
+        a => x.div_ceil(a).saturating_mul(a),
     };
     let mut offsets = vec![0u64; groups.len()];
     let mut placement = Placement {
@@ -114,9 +108,10 @@ pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<
                 .iter()
                 .any(|a| theirs.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
         };
-        let mut best: Option<(u64, u64)> = None; // (offset, free size)
-                                                 // `offset` is the end of the occupied space so far, aligned: only a
-                                                 // chunk reaching past it moves it.
+        // The best gap so far: (offset, free size).
+        let mut best: Option<(u64, u64)> = None;
+        // The end of the occupied space so far, aligned: only a chunk
+        // reaching past it moves it.
         let mut offset = 0u64;
         for (&(p_start, p_end), p) in placement.spans.iter().zip(&placement.placed) {
             let alive = (p_start <= end) & (start <= p_end);
