@@ -572,8 +572,8 @@ pub fn describe(rule: Rule) -> &'static str {
         | Rule::value_run
         | Rule::brace_group
         | Rule::bracket_group
-        | Rule::paren_group
-        | Rule::nested_group => "balanced brackets",
+        | Rule::paren_group => "balanced brackets",
+        Rule::dq_string => "a quoted string",
     }
 }
 
