@@ -9,7 +9,7 @@
 //! What makes the scan cheap is that it has no unpredictable branch: whether
 //! a placed chunk is alive at the same time is a coin toss from one chunk to
 //! the next (chunks at neighbouring offsets come from all over the program),
-//! so it is computed as a 0/1 mask and only moves the running end of the
+//! so it selects, without a branch, whether a chunk moves the running end of the
 //! occupied space; a free gap, the one rare event (a few per group among
 //! thousands of chunks on a 192-layer training step), is the only branch
 //! taken. Stopping at an exact fit also pays. A placement in blocks of 512,
@@ -136,8 +136,10 @@ pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<
                 offset = offset.max(p.end);
                 continue;
             }
-            // A mask, not a branch: `alive` is a coin toss from one chunk to the next.
-            offset = offset.max(p.end & 0u64.wrapping_sub(u64::from(alive)));
+            // A select, not a branch: `alive` is a coin toss from one chunk to
+            // the next (a plain `if` or mask here was compiled into a branch,
+            // mispredicted on every other chunk).
+            offset = offset.max(std::hint::select_unpredictable(alive, p.end, 0));
         }
         // The space above the highest chunk is unbounded: the last resort.
         let chosen = best.map_or(offset, |(o, _)| o);
