@@ -50,28 +50,34 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
     if cuts.is_empty() {
         return outline_whole(file);
     }
-    let first = HloParser::parse(Rule::module, &text[..cuts[0]]);
     let parts: Vec<(usize, usize)> = cuts
         .iter()
         .zip(cuts.iter().skip(1).chain(std::iter::once(&text.len())))
         .map(|(&a, &b)| (a, b))
         .collect();
-    let rest: Vec<Option<Vec<OutlineComputation>>> = parts
-        .par_iter()
-        .map(|&(a, b)| {
-            let pairs = HloParser::parse(Rule::computations, &text[a..b]).ok()?;
-            let computation_pairs = pairs
-                .flat_map(|p| p.into_inner())
-                .filter(|p| p.as_rule() == Rule::computation);
-            computation_pairs
-                .map(|p| outline_computation(file, p, a).ok())
-                .collect()
-        })
-        .collect();
-    let (Ok(first), Some(rest)) = (first, rest.into_iter().collect::<Option<Vec<_>>>()) else {
-        return outline_whole(file);
-    };
-    let Ok(mut outline) = outline_of(file, first, 0) else {
+    // The first part (the header and the first computations) is read on this
+    // thread while the pool reads the others, not before them; its pairs
+    // cannot move between threads, so it is not a pool task itself.
+    let mut rest = None;
+    let first = rayon::in_place_scope(|scope| {
+        scope.spawn(|_| {
+            rest = parts
+                .par_iter()
+                .map(|&(a, b)| {
+                    let pairs = HloParser::parse(Rule::computations, &text[a..b]).ok()?;
+                    let computation_pairs = pairs
+                        .flat_map(|p| p.into_inner())
+                        .filter(|p| p.as_rule() == Rule::computation);
+                    computation_pairs
+                        .map(|p| outline_computation(file, p, a).ok())
+                        .collect()
+                })
+                .collect::<Option<Vec<Vec<OutlineComputation>>>>();
+        });
+        let pairs = HloParser::parse(Rule::module, &text[..cuts[0]]).ok()?;
+        outline_of(file, pairs, 0).ok()
+    });
+    let (Some(mut outline), Some(rest)) = (first, rest) else {
         return outline_whole(file);
     };
     outline.computations.extend(rest.into_iter().flatten());

@@ -298,17 +298,26 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
 /// Groups the buffers live at `model`'s peak.
 pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
     // The text is searched instead of every instruction's metadata: these
-    // wrappers appear nowhere but in op_names.
-    let training = module.text_contains("transpose(jvp(");
-    let rematerialized = [
-        "remat(",
-        "checkpoint(",
-        "/checkpoint/",
-        "rematted_computation",
-    ]
-    .par_iter()
-    .any(|w| module.text_contains(w));
-    let parameters = arguments::parameter_origins(module);
+    // wrappers appear nowhere but in op_names. Each search reads the whole
+    // text, so they run beside the parameters' metadata.
+    let ((training, rematerialized), parameters) = rayon::join(
+        || {
+            rayon::join(
+                || module.text_contains("transpose(jvp("),
+                || {
+                    [
+                        "remat(",
+                        "checkpoint(",
+                        "/checkpoint/",
+                        "rematted_computation",
+                    ]
+                    .par_iter()
+                    .any(|w| module.text_contains(w))
+                },
+            )
+        },
+        || arguments::parameter_origins(module),
+    );
     let origin_of: HashMap<_, _> = module.entry().parameters.iter().zip(&parameters).collect();
     let names: std::collections::HashSet<&str> = parameters
         .iter()

@@ -34,7 +34,8 @@ pub(super) fn lower_computations<'a>(
         .map(|c| lower_computation(file, c, Rule::comp_name))
         .collect();
     let n = headers.len();
-    let mut by_name: HashMap<&str, usize> = HashMap::with_capacity(n);
+    let mut by_name: rustc_hash::FxHashMap<&str, usize> =
+        rustc_hash::FxHashMap::with_capacity_and_hasher(n, Default::default());
     for (i, (header, _)) in headers.iter().enumerate() {
         if let Ok(h) = header {
             by_name.entry(h.name.name).or_insert(i);
@@ -46,9 +47,18 @@ pub(super) fn lower_computations<'a>(
         .unwrap_or(n.saturating_sub(1));
     // Compact `%t#0` operands make resolution add instructions, which a
     // deferred body has no ids for; a `#` anywhere keeps a body eager.
+    // (One search over each body's text, on all cores: its lines are
+    // contiguous, and a line break is no `#`.)
+    let text = file.text.as_bytes();
     let mut eager: Vec<bool> = computations
-        .iter()
-        .map(|c| !defer || c.instructions.iter().any(|l| l.text.contains('#')))
+        .par_iter()
+        .map(|c| {
+            let body = match (c.instructions.first(), c.instructions.last()) {
+                (Some(first), Some(last)) => &text[first.offset..last.offset + last.text.len()],
+                _ => &[][..],
+            };
+            !defer || memchr::memchr(b'#', body).is_some()
+        })
         .collect();
     // Fusion bodies, as far as known: called by a fusion's `calls=`, from a
     // lowered line or (nested fusions) from a deferred body's call attributes.
@@ -95,21 +105,18 @@ pub(super) fn lower_computations<'a>(
                 let unchecked: Vec<usize> = (0..n)
                     .filter(|&c| fused[c] && !eager[c] && checks[c].is_none())
                     .collect();
-                let inputs: Vec<(&str, Vec<(u32, u32)>)> = unchecked
-                    .iter()
+                // Each body's lines are listed on the core that checks them:
+                // a training step has 150,000 of them.
+                let outline: &[parse::OutlineComputation] = computations;
+                let results: Vec<_> = unchecked
+                    .par_iter()
                     .map(|&c| {
                         let name = headers[c].0.as_ref().map_or("", |h| h.name.name);
-                        let lines = computations[c]
+                        let lines: Vec<(u32, u32)> = outline[c]
                             .instructions
                             .iter()
                             .map(|l| (l.offset as u32, l.text.len() as u32))
                             .collect();
-                        (name, lines)
-                    })
-                    .collect();
-                let results: Vec<_> = inputs
-                    .into_par_iter()
-                    .map(|(name, lines)| {
                         crate::hlo::deferred::check_structure(file, name, &lines)
                             .map(|structure| DeferredLines { lines, structure })
                     })
@@ -208,16 +215,95 @@ fn lower_lines<'a>(
         .iter()
         .flat_map(|&c| computations[c].instructions.iter().map(move |&l| (c, l)))
         .collect();
-    lines
-        .par_iter()
-        .with_min_len(256)
-        .map_init(ShapeCache::default, |shapes, &(c, line)| {
-            let comp = CompId(c as u32);
-            let split = match lower_instruction(file, line, shapes) {
-                Ok(raw) => raw.split(comp),
-                Err(e) => (placeholder(comp), Err(Box::new(e))),
-            };
-            (c, split)
-        })
+    let lower = |shapes: &mut ShapeCache<'a>, &(c, line): &(usize, Line<'a>)| {
+        let comp = CompId(c as u32);
+        let split = match lower_instruction(file, line, shapes) {
+            Ok(raw) => raw.split(comp),
+            Err(e) => (placeholder(comp), Err(Box::new(e))),
+        };
+        (c, split)
+    };
+    // A line of thousands of operands (a training step's ROOT tuple) takes as
+    // long as thousands of lines: it starts first, on a core of its own,
+    // instead of ending the pass on one core.
+    let long: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].1.text.len() > LONG_LINE)
+        .collect();
+    if long.is_empty() {
+        return lines
+            .par_iter()
+            .with_min_len(256)
+            .map_init(ShapeCache::default, lower)
+            .collect();
+    }
+    let (long_done, mut done): (Vec<_>, Vec<_>) = rayon::join(
+        || {
+            long.par_iter()
+                .map_init(ShapeCache::default, |shapes, &i| lower(shapes, &lines[i]))
+                .collect()
+        },
+        || {
+            lines
+                .par_iter()
+                .enumerate()
+                .with_min_len(256)
+                .map_init(ShapeCache::default, |shapes, (i, line)| {
+                    // Placeholders, replaced below.
+                    (long.binary_search(&i).is_err()).then(|| lower(shapes, line))
+                })
+                .collect()
+        },
+    );
+    for (&i, lowered) in long.iter().zip(long_done) {
+        done[i] = Some(lowered);
+    }
+    done.into_iter()
+        .map(|d| d.expect("every line lowered"))
         .collect()
+}
+
+/// Lines longer than this are lowered first (bytes).
+const LONG_LINE: usize = 1 << 16;
+
+#[cfg(test)]
+mod tests {
+    use crate::source::SourceFile;
+
+    /// A line longer than [`super::LONG_LINE`] is lowered ahead of the others
+    /// and still lands in its place, its operands in order.
+    #[test]
+    fn a_long_line_is_lowered_in_its_place() {
+        let count = 4000;
+        let names: Vec<String> = (0..count)
+            .map(|i| format!("%parameter_number_{i}"))
+            .collect();
+        let mut text = String::from("HloModule long\n\nENTRY %main {\n");
+        for (i, name) in names.iter().enumerate() {
+            text += &format!("  {name} = f32[4]{{0}} parameter({i})\n");
+        }
+        let shapes = vec!["f32[4]{0}"; count].join(", ");
+        let line = format!("  %t = ({shapes}) tuple({})\n", names.join(", "));
+        assert!(line.len() > super::LONG_LINE);
+        text += &line;
+        text += "  %g = f32[4]{0} get-tuple-element(%t), index=1\n";
+        text += "  ROOT %n = f32[4]{0} negate(%g)\n}\n";
+        let module = crate::hlo::parse_module(SourceFile::from_text("long.txt", text)).unwrap();
+        let entry = module.entry();
+        let order: Vec<&str> = entry
+            .instructions
+            .iter()
+            .map(|&id| module.instr(id).name.as_str())
+            .collect();
+        let mut want: Vec<&str> = names.iter().map(|n| &n[1..]).collect();
+        want.extend(["t", "g", "n"]);
+        assert_eq!(order, want);
+        let tuple = module.instr(entry.instructions[count]);
+        let operands: Vec<&str> = tuple
+            .operands
+            .iter()
+            .map(|&id| module.instr(id).name.as_str())
+            .collect();
+        assert_eq!(operands, want[..count]);
+        assert_eq!(module.instr(entry.root).name, "n");
+    }
 }
