@@ -51,9 +51,12 @@ impl Difference {
                 .filter(|(b, _)| *b > 0)
                 .map(|(b, what)| format!("{} {what}", human_bytes(*b)))
                 .collect();
+                // The gap is named: two sizes a few MiB apart print alike
+                // (`82.26GiB` and `82.26GiB`).
                 format!(
-                    "the total ({}) is above the live peak ({}) because memory is reserved for the whole run: at the peak, {}",
+                    "the total ({}) is {} above the live peak ({}) because memory is reserved for the whole run: at the peak, {}",
                     human_bytes(*total_bytes),
+                    human_bytes(total_bytes.saturating_sub(*live_peak_bytes)),
                     human_bytes(*live_peak_bytes),
                     if parts.is_empty() {
                         "the allocations hold less than they reserve".to_string()
