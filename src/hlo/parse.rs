@@ -55,28 +55,38 @@ pub fn outline(file: &SourceFile) -> Result<Outline<'_>, Error> {
         .zip(cuts.iter().skip(1).chain(std::iter::once(&text.len())))
         .map(|(&a, &b)| (a, b))
         .collect();
-    // The first part (the header and the first computations) is read on this
-    // thread while the pool reads the others, not before them; its pairs
-    // cannot move between threads, so it is not a pool task itself.
-    let mut rest = None;
-    let first = rayon::in_place_scope(|scope| {
-        scope.spawn(|_| {
-            rest = parts
-                .par_iter()
-                .map(|&(a, b)| {
-                    let pairs = HloParser::parse(Rule::computations, &text[a..b]).ok()?;
-                    let computation_pairs = pairs
-                        .flat_map(|p| p.into_inner())
-                        .filter(|p| p.as_rule() == Rule::computation);
-                    computation_pairs
-                        .map(|p| outline_computation(file, p, a).ok())
-                        .collect()
-                })
-                .collect::<Option<Vec<Vec<OutlineComputation>>>>();
-        });
+    let read_rest = || {
+        parts
+            .par_iter()
+            .map(|&(a, b)| {
+                let pairs = HloParser::parse(Rule::computations, &text[a..b]).ok()?;
+                let computation_pairs = pairs
+                    .flat_map(|p| p.into_inner())
+                    .filter(|p| p.as_rule() == Rule::computation);
+                computation_pairs
+                    .map(|p| outline_computation(file, p, a).ok())
+                    .collect()
+            })
+            .collect::<Option<Vec<Vec<OutlineComputation>>>>()
+    };
+    let read_first = || {
         let pairs = HloParser::parse(Rule::module, &text[..cuts[0]]).ok()?;
         outline_of(file, pairs, 0).ok()
-    });
+    };
+    // The first part (the header and the first computations) is read on this
+    // thread while the pool reads the others, not before them: its pest pairs
+    // cannot move between threads, so it cannot be a pool task. With a pool
+    // of one thread, one after the other, as asked.
+    let (first, rest) = if rayon::current_num_threads() > 1 {
+        let mut rest = None;
+        let first = rayon::in_place_scope(|scope| {
+            scope.spawn(|_| rest = read_rest());
+            read_first()
+        });
+        (first, rest)
+    } else {
+        (read_first(), read_rest())
+    };
     let (Some(mut outline), Some(rest)) = (first, rest) else {
         return outline_whole(file);
     };
