@@ -64,7 +64,11 @@ pub(super) fn lower_computations<'a>(
     // lowered line or (nested fusions) from a deferred body's call attributes.
     let mut fused = vec![false; n];
     let mut checks: Vec<Option<Result<DeferredLines<'a>, Error>>> = (0..n).map(|_| None).collect();
-    let mut lowered: Vec<Vec<Lowered1<'a>>> = (0..n).map(|_| Vec::new()).collect();
+    // Each round's lowered lines stay where the round put them (a training
+    // step's are 13 MB); each computation knows its round and range, and
+    // the arena takes them from there, in file order.
+    let mut rounds: Vec<Vec<Option<(usize, Lowered1<'a>)>>> = Vec::new();
+    let mut placed: Vec<Option<(usize, std::ops::Range<usize>)>> = vec![None; n];
     let mut frontier: Vec<usize> = (0..n).filter(|&c| eager[c] || c == entry).collect();
     for &c in &frontier {
         eager[c] = true;
@@ -84,8 +88,17 @@ pub(super) fn lower_computations<'a>(
                     }
                 }
                 if !frontier.is_empty() {
-                    for (c, (instr, names)) in lower_lines(file, computations, &frontier) {
-                        if let Ok(names) = &names {
+                    let round = lower_lines(file, computations, &frontier);
+                    for (i, line) in round.iter().enumerate() {
+                        let Some((c, (instr, names))) = line else {
+                            continue;
+                        };
+                        // A computation's lines are side by side in a round.
+                        match &mut placed[*c] {
+                            Some((_, range)) => range.end = i + 1,
+                            slot => *slot = Some((rounds.len(), i..i + 1)),
+                        }
+                        if let Ok(names) = names {
                             for &(role, callee) in &names.called {
                                 let Some(&k) = by_name.get(callee.name) else {
                                     continue;
@@ -97,8 +110,8 @@ pub(super) fn lower_computations<'a>(
                                 }
                             }
                         }
-                        lowered[c].push((instr, names));
                     }
+                    rounds.push(round);
                 }
                 // Deferred bodies' own calls: nested fusions stay deferred; reducers
                 // (thread-local, with memory of their own) are lowered.
@@ -156,7 +169,7 @@ pub(super) fn lower_computations<'a>(
         c.instructions = Vec::new();
     }
     // Sized once: a big module's arena would otherwise be copied as it grows.
-    let count = lowered.iter().map(Vec::len).sum();
+    let count = rounds.iter().map(Vec::len).sum();
     let mut instructions = Vec::with_capacity(count);
     let mut unresolved = Vec::with_capacity(count);
     let mut raw = Vec::with_capacity(n);
@@ -176,7 +189,7 @@ pub(super) fn lower_computations<'a>(
     let parts = headers
         .into_iter()
         .zip(full)
-        .zip(lowered)
+        .zip(placed)
         .zip(checks)
         .zip(eager);
     for (((((header, close), full), lines), check), eager) in parts {
@@ -185,9 +198,13 @@ pub(super) fn lower_computations<'a>(
             full?;
         }
         let start = instructions.len();
-        for (instr, names) in lines {
-            instructions.push(instr);
-            unresolved.push(names.map_err(|e| *e)?);
+        if let Some((round, range)) = lines {
+            for line in &mut rounds[round][range] {
+                let (_, (instr, names)) =
+                    line.take().expect("a round lowers every line it is given");
+                instructions.push(instr);
+                unresolved.push(names.map_err(|e| *e)?);
+            }
         }
         comp_raw.deferred = match check {
             Some(check) if !eager => Some(check?),
@@ -210,7 +227,7 @@ fn lower_lines<'a>(
     file: &'a SourceFile,
     computations: &[parse::OutlineComputation<'a>],
     comps: &[usize],
-) -> Vec<(usize, Lowered1<'a>)> {
+) -> Vec<Option<(usize, Lowered1<'a>)>> {
     let lines: Vec<(usize, Line)> = comps
         .iter()
         .flat_map(|&c| computations[c].instructions.iter().map(move |&l| (c, l)))
@@ -233,7 +250,9 @@ fn lower_lines<'a>(
         return lines
             .par_iter()
             .with_min_len(256)
-            .map_init(ShapeCache::default, lower)
+            .map_init(ShapeCache::default, |shapes, line| {
+                Some(lower(shapes, line))
+            })
             .collect();
     }
     let (long_done, mut done): (Vec<_>, Vec<_>) = rayon::join(
@@ -257,9 +276,7 @@ fn lower_lines<'a>(
     for (&i, lowered) in long.iter().zip(long_done) {
         done[i] = Some(lowered);
     }
-    done.into_iter()
-        .map(|d| d.expect("every line lowered"))
-        .collect()
+    done
 }
 
 /// Lines longer than this are lowered first (bytes).
