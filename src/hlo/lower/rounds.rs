@@ -220,9 +220,10 @@ pub(super) fn lower_computations<'a>(
 /// One lowered line: its IR part and its names (or the line's error).
 type Lowered1<'a> = (Instruction, Result<Unresolved<'a>, Box<Error>>);
 
-/// Lowers the lines of the computations `comps` on all cores. Lines are
-/// independent: an unrolled model keeps most of its instructions in one
-/// computation, so the work is split by line.
+/// Lowers the lines of the computations `comps` on all cores, in order, each
+/// computation's lines side by side. Lines are independent: an unrolled model
+/// keeps most of its instructions in one computation, so the work is split by
+/// line. Every slot is `Some`; an `Option` lets the arena move lines out.
 fn lower_lines<'a>(
     file: &'a SourceFile,
     computations: &[parse::OutlineComputation<'a>],
