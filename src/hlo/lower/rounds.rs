@@ -247,15 +247,6 @@ fn lower_lines<'a>(
     let long: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].1.text.len() > LONG_LINE)
         .collect();
-    if long.is_empty() {
-        return lines
-            .par_iter()
-            .with_min_len(256)
-            .map_init(ShapeCache::default, |shapes, line| {
-                Some(lower(shapes, line))
-            })
-            .collect();
-    }
     let (long_done, mut done): (Vec<_>, Vec<_>) = rayon::join(
         || {
             long.par_iter()
@@ -268,7 +259,7 @@ fn lower_lines<'a>(
                 .enumerate()
                 .with_min_len(256)
                 .map_init(ShapeCache::default, |shapes, (i, line)| {
-                    // Placeholders, replaced below.
+                    // A long line's slot is filled below.
                     (long.binary_search(&i).is_err()).then(|| lower(shapes, line))
                 })
                 .collect()
