@@ -6,40 +6,197 @@
 //! The work is quadratic by nature: in a training step most activations live
 //! from the forward pass into the backward pass, so a group is alive with
 //! about half of the groups placed before it, and each of them bounds a gap.
-//! What makes the scan cheap is that it has no unpredictable branch: whether
-//! a placed chunk is alive at the same time is a coin toss from one chunk to
-//! the next (chunks at neighbouring offsets come from all over the program),
-//! so it selects, without a branch, whether a chunk moves the running end of the
-//! occupied space; a free gap, the one rare event (a few per group among
-//! thousands of chunks on a 192-layer training step), is the only branch
-//! taken. Stopping at an exact fit also pays. A placement in blocks of 512,
-//! bit masks of the alive spans 64 at a time and a binary search over a
-//! group's intervals were each measured and were no faster (BENCHMARKS.md).
+//! So the scan over the chunks placed so far is built for speed:
+//!
+//! - It reads chunks in offset order and keeps the end of the space occupied
+//!   so far by chunks alive with the group; a chunk alive with it that starts
+//!   above that end bounds a free gap. Gaps are rare (a few per group among
+//!   thousands of chunks on a 192-layer training step), so the scan
+//!   ([`clear_run`]) runs over chunks that open none, and stops where one might,
+//!   for the exact step ([`Scan::step`]) to decide.
+//! - Whether a chunk is alive is a coin toss from one chunk to the next (chunks
+//!   at neighbouring offsets come from all over the program), so the scan
+//!   selects rather than branches on it.
+//! - With AVX2 it reads four chunks at once (`avx2.rs`): the chunks are
+//!   stored column by column, and the running end within four is a prefix
+//!   maximum.
+//! - A chunk of several time intervals is stored as one entry per interval,
+//!   so the scans test one interval per entry, the same way for every chunk.
+//! - Stopping at an exact fit also pays.
+//!
+//! A placement in blocks of 512, bit masks of the alive spans 64 at a time
+//! and a binary search over a group's intervals were each measured and were
+//! no faster (BENCHMARKS.md). A unit test holds both scans to the plain one.
 
 use super::Group;
 
-/// A group already placed: where it is. Its time span is kept apart, in
-/// [`Placement::spans`], in the same order.
-struct Placed {
-    offset: u64,
-    /// Where the next chunk may start: the end, aligned.
-    end: u64,
-    size: u64,
-    /// The group's intervals in [`Placement::intervals`], when it has several;
-    /// a group of one interval (`count == 1`) is its span.
-    first: u32,
-    count: u32,
-}
+#[cfg(target_arch = "x86_64")]
+mod avx2;
 
 /// The groups placed so far, sorted by (offset, size) so that the free gaps
-/// can be read off in one pass. The time spans (inclusive, in event time) are
-/// a separate array, read in step with the places.
+/// can be read off in one pass; column by column, so that the vector scan
+/// loads four chunks' fields at once.
+///
+/// A group of several intervals has one entry per interval, all at its offset:
+/// it is alive with a group if one of them is, and a second entry of the same
+/// chunk changes nothing in the scan (it starts below the occupied end the
+/// first one moved to its own end). So the scans test time spans only.
+#[derive(Default)]
 struct Placement {
-    spans: Vec<(u64, u64)>,
-    placed: Vec<Placed>,
-    /// The intervals of the groups of several, side by side (a group's own
-    /// vector would cost a cache miss per test).
-    intervals: Vec<(u64, u64)>,
+    /// Time intervals, inclusive, in event time.
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    offsets: Vec<u64>,
+    /// Where the next chunk may start: the end, aligned.
+    aligned_ends: Vec<u64>,
+    sizes: Vec<u64>,
+}
+
+impl Placement {
+    fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    /// Whether entry `i` is alive at some moment `group` is.
+    fn meets(&self, i: usize, group: &Group) -> bool {
+        let (start, end) = (self.starts[i], self.ends[i]);
+        group.intervals.iter().any(|a| a.0 <= end && start <= a.1)
+    }
+
+    /// Places `group` at `offset`, keeping the (offset, size) order.
+    fn insert(&mut self, group: &Group, offset: u64, aligned_end: u64) {
+        let mut at = self.offsets.partition_point(|&o| o < offset);
+        // Among chunks at the same offset (they never meet in time), the smaller first.
+        at += self.offsets[at..]
+            .iter()
+            .zip(&self.sizes[at..])
+            .take_while(|&(&o, &size)| o == offset && size <= group.size)
+            .count();
+        for (k, &(start, end)) in group.intervals.iter().enumerate() {
+            self.starts.insert(at + k, start);
+            self.ends.insert(at + k, end);
+            self.offsets.insert(at + k, offset);
+            self.aligned_ends.insert(at + k, aligned_end);
+            self.sizes.insert(at + k, group.size);
+        }
+    }
+}
+
+/// One group's scan over the placement.
+struct Scan<'g> {
+    group: &'g Group,
+    /// The end of the space occupied so far by chunks alive with the group, aligned.
+    offset: u64,
+    /// The best gap so far: (offset, free size).
+    best: Option<(u64, u64)>,
+}
+
+impl Scan<'_> {
+    /// Chunk `i`, exactly; `true` at an exact fit (no gap fits tighter, and
+    /// ties go to the lowest offset, so the scan is over).
+    fn step(&mut self, placement: &Placement, i: usize) -> bool {
+        if !placement.meets(i, self.group) {
+            return false;
+        }
+        let at = placement.offsets[i];
+        if at > self.offset {
+            let free = at - self.offset;
+            if free >= self.group.size && self.best.is_none_or(|(_, s)| free < s) {
+                self.best = Some((self.offset, free));
+                if free == self.group.size {
+                    return true;
+                }
+            }
+        }
+        self.offset = self.offset.max(placement.aligned_ends[i]);
+        false
+    }
+}
+
+/// How [`clear_run`] reads the chunks: one at a time, or four with AVX2.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kernel {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+}
+
+impl Kernel {
+    /// AVX2 where the CPU has it and every offset and time of this packing
+    /// stays below 2^63 (the vector compares are signed). Every chunk ends at
+    /// most its size plus the alignment above the highest end before it, so
+    /// the sum of those bounds every offset.
+    fn pick(groups: &[Group], alignment: u64) -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let top = groups.iter().try_fold(0u64, |top, g| {
+                top.checked_add(g.size)?.checked_add(alignment)
+            });
+            let latest = groups.iter().map(|g| g.end).max().unwrap_or(0);
+            if top.is_some_and(|t| t < 1 << 63)
+                && latest < 1 << 63
+                && std::arch::is_x86_feature_detected!("avx2")
+            {
+                return Kernel::Avx2;
+            }
+        }
+        let _ = (groups, alignment); // read only on x86-64
+        Kernel::Scalar
+    }
+
+    /// How many chunks the exact step takes where [`clear_run`] stops.
+    fn width(self) -> usize {
+        match self {
+            Kernel::Scalar => 1,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => 4,
+        }
+    }
+}
+
+/// From entry `i` on, passes the entries that open no gap for a group of one
+/// interval, `start..=end`, moving `offset` (the end of the occupied space);
+/// returns where the exact step must look: the first of [`Kernel::width`]
+/// entries among which one may open a gap, or the placement's length.
+fn clear_run(
+    kernel: Kernel,
+    placement: &Placement,
+    i: usize,
+    span: (u64, u64),
+    offset: &mut u64,
+) -> usize {
+    match kernel {
+        Kernel::Scalar => clear_run_scalar(placement, i, span, offset),
+        // SAFETY: `Kernel::pick` chose AVX2 only on a CPU that has it.
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => unsafe { avx2::clear_run(placement, i, span, offset) },
+    }
+}
+
+fn clear_run_scalar(
+    placement: &Placement,
+    mut i: usize,
+    (start, end): (u64, u64),
+    offset: &mut u64,
+) -> usize {
+    let n = placement.len();
+    let (starts, ends) = (&placement.starts[..n], &placement.ends[..n]);
+    let (offsets, aligned_ends) = (&placement.offsets[..n], &placement.aligned_ends[..n]);
+    let mut running = *offset;
+    while i < n {
+        // Stops also at a chunk that is not alive (the exact step passes it):
+        // a branch on `alive` here would be mispredicted on every other chunk
+        // (LLVM splits `alive & above` into two branches).
+        if offsets[i] > running {
+            break;
+        }
+        let alive = (starts[i] <= end) & (start <= ends[i]);
+        // A select, not a branch: a plain `if` or mask here is compiled into one.
+        running = running.max(std::hint::select_unpredictable(alive, aligned_ends[i], 0));
+        i += 1;
+    }
+    *offset = running;
+    i
 }
 
 #[derive(Clone, Copy)]
@@ -52,6 +209,10 @@ pub(super) enum Order {
 
 /// Best-fit packing in the given order; returns the heap size and each group's offset.
 pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
+    pack_with(groups, alignment, order, Kernel::pick(groups, alignment))
+}
+
+fn pack_with(groups: &[Group], alignment: u64, order: Order, kernel: Kernel) -> (u64, Vec<u64>) {
     let id = |g: &Group| g.leader.0;
     let mut sorted: Vec<usize> = (0..groups.len()).collect();
     match order {
@@ -75,17 +236,12 @@ pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<
         }),
         Order::Start => sorted.sort_by_key(|&g| (groups[g].own.0, id(&groups[g]))),
     }
-    // Once per group placed: the scan reads the aligned ends it stored.
     let align = |x: u64| match alignment {
         0 | 1 => x,
         a => x.div_ceil(a).saturating_mul(a),
     };
     let mut offsets = vec![0u64; groups.len()];
-    let mut placement = Placement {
-        spans: Vec::with_capacity(groups.len()),
-        placed: Vec::with_capacity(groups.len()),
-        intervals: Vec::new(),
-    };
+    let mut placement = Placement::default();
     let mut heap_size = 0u64;
     for g in sorted {
         let group = &groups[g];
@@ -93,76 +249,43 @@ pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<
             offsets[g] = 0;
             continue;
         }
-        // The chunks alive at any moment this group is alive, in offset
-        // order: their spans first, then, where either side is several
-        // intervals, interval by interval (rare: a few percent of groups).
-        let (start, end, single) = (group.start, group.end, group.intervals.len() == 1);
-        let intervals = &placement.intervals;
-        let overlaps_exactly = |p: &Placed, span: (u64, u64)| {
-            let theirs = match p.count {
-                1 => std::slice::from_ref(&span),
-                n => &intervals[p.first as usize..][..n as usize],
-            };
-            group
-                .intervals
-                .iter()
-                .any(|a| theirs.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
+        let mut scan = Scan {
+            group,
+            offset: 0,
+            best: None,
         };
-        // The best gap so far: (offset, free size).
-        let mut best: Option<(u64, u64)> = None;
-        // The end of the occupied space so far, aligned: only a chunk
-        // reaching past it moves it.
-        let mut offset = 0u64;
-        for (&(p_start, p_end), p) in placement.spans.iter().zip(&placement.placed) {
-            let alive = (p_start <= end) & (start <= p_end);
-            // The rare cases, each predictable: a gap (a few per group), or
-            // a side of several intervals, whose spans may meet while their
-            // intervals do not.
-            let both_single = single & (p.count == 1);
-            if (p.offset > offset) | !both_single {
-                if !(alive && (both_single || overlaps_exactly(p, (p_start, p_end)))) {
-                    continue;
-                }
-                if p.offset > offset {
-                    let free_size = p.offset - offset;
-                    if free_size >= group.size && best.is_none_or(|(_, s)| free_size < s) {
-                        best = Some((offset, free_size));
-                        // No gap fits tighter, and ties go to the lowest offset.
-                        if free_size == group.size {
-                            break;
-                        }
+        let n = placement.len();
+        if group.intervals.len() == 1 {
+            let mut i = 0;
+            'scan: while i < n {
+                i = clear_run(
+                    kernel,
+                    &placement,
+                    i,
+                    (group.start, group.end),
+                    &mut scan.offset,
+                );
+                let stop = (i + kernel.width()).min(n);
+                while i < stop {
+                    if scan.step(&placement, i) {
+                        break 'scan;
                     }
+                    i += 1;
                 }
-                offset = offset.max(p.end);
-                continue;
             }
-            // A select, not a branch: `alive` is a coin toss from one chunk to
-            // the next (a plain `if` or mask here was compiled into a branch,
-            // mispredicted on every other chunk).
-            offset = offset.max(std::hint::select_unpredictable(alive, p.end, 0));
+        } else {
+            // A group of several intervals (a few percent): every entry exactly.
+            for i in 0..n {
+                if scan.step(&placement, i) {
+                    break;
+                }
+            }
         }
         // The space above the highest chunk is unbounded: the last resort.
-        let chosen = best.map_or(offset, |(o, _)| o);
+        let chosen = scan.best.map_or(scan.offset, |(o, _)| o);
         offsets[g] = chosen;
         heap_size = heap_size.max(chosen.saturating_add(group.size));
-        let at = placement
-            .placed
-            .partition_point(|p| (p.offset, p.size) <= (chosen, group.size));
-        let first = placement.intervals.len() as u32;
-        if !single {
-            placement.intervals.extend_from_slice(&group.intervals);
-        }
-        placement.spans.insert(at, (group.start, group.end));
-        placement.placed.insert(
-            at,
-            Placed {
-                offset: chosen,
-                end: align(chosen.saturating_add(group.size)),
-                size: group.size,
-                first,
-                count: group.intervals.len() as u32,
-            },
-        );
+        placement.insert(group, chosen, align(chosen.saturating_add(group.size)));
     }
     (heap_size, offsets)
 }
@@ -279,8 +402,19 @@ mod tests {
             .collect()
     }
 
+    /// The kernels this machine can run.
+    fn kernels() -> Vec<Kernel> {
+        #[allow(unused_mut)]
+        let mut kernels = vec![Kernel::Scalar];
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            kernels.push(Kernel::Avx2);
+        }
+        kernels
+    }
+
     #[test]
-    fn masked_scan_places_every_group_where_the_plain_scan_does() {
+    fn both_scans_place_every_group_where_the_plain_scan_does() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for round in 0..300 {
             let count = 1 + rng.below(120) as usize;
@@ -288,16 +422,33 @@ mod tests {
             let groups = random_groups(&mut rng, count, horizon);
             for alignment in [1, 8, 64, 48] {
                 for order in [Order::Spatial, Order::Temporal, Order::Start] {
-                    let (heap, offsets) = pack(&groups, alignment, order);
                     let (want_heap, want) = pack_reference(&groups, alignment, order);
-                    assert_eq!(heap, want_heap, "round {round}, alignment {alignment}");
-                    for (g, group) in groups.iter().enumerate() {
-                        if group.size > 0 {
-                            assert_eq!(offsets[g], want[g], "round {round}, group {g}");
+                    for kernel in kernels() {
+                        let (heap, offsets) = pack_with(&groups, alignment, order, kernel);
+                        let at = format!("round {round}, alignment {alignment}, {kernel:?}");
+                        assert_eq!(heap, want_heap, "{at}");
+                        for (g, group) in groups.iter().enumerate() {
+                            if group.size > 0 {
+                                assert_eq!(offsets[g], want[g], "{at}, group {g}");
+                            }
                         }
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_vector_scan_is_chosen_only_where_its_signed_compares_are_exact() {
+        let mut rng = Rng(7);
+        let mut groups = random_groups(&mut rng, 50, 100);
+        let best = kernels().last().copied().unwrap();
+        assert_eq!(Kernel::pick(&groups, 64), best);
+        // Sizes adding up past 2^63 bytes: offsets could pass it too.
+        groups[0].size = 1 << 62;
+        groups[1].size = 1 << 62;
+        assert_eq!(Kernel::pick(&groups, 64), Kernel::Scalar);
+        let (heap, offsets) = pack(&groups, 64, Order::Spatial);
+        assert_eq!((heap, offsets), pack_reference(&groups, 64, Order::Spatial));
     }
 }
