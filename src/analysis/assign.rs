@@ -9,10 +9,12 @@
 
 use std::collections::BTreeSet;
 
+use rustc_hash::FxHashMap as HashMap;
+
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
-use super::interference::{Buckets, Interference, Mask, Occupancy};
+use super::interference::{Buckets, Interference, Mask, Occupancy, Screen};
 use super::liveness::LiveRange;
 use crate::hlo::{IoAlias, Module, Opcode};
 use crate::target::Target;
@@ -165,7 +167,7 @@ pub fn assign(
     let mut open_to_outputs: BTreeSet<usize> = BTreeSet::new();
     // The allocations a buffer may join at all, oldest first: a training step
     // makes thousands of parameter allocations no buffer may join.
-    let mut reusable: Vec<usize> = Vec::new();
+    let mut reusable = Reusable::default();
     let mut delayed: Vec<BufferId> = Vec::new();
     let mut thread_local: Vec<BufferId> = Vec::new();
     for b in order {
@@ -247,7 +249,7 @@ pub fn assign(
         for held in held {
             let a = occupancy.len();
             if allocations[a].reusable {
-                reusable.push(a);
+                reusable.push(a, allocations[a].color, held.screen());
                 if !held.closed_to_outputs(program_end) {
                     open_to_outputs.insert(a);
                 }
@@ -272,6 +274,7 @@ pub fn assign(
             allocations[a].buffers.push(b);
             allocation_of[b.index()] = Some(a);
             occupancy[a].add(dataflow, ranges, b);
+            reusable.refresh(a, occupancy[a].screen());
             if occupancy[a].closed_to_outputs(program_end) {
                 open_to_outputs.remove(&a);
             }
@@ -493,24 +496,52 @@ fn find_reusable(
         .filter_map(|v| check.ranges[v.index()])
         .map(|r| (r, check.buckets.touched(r)))
         .collect();
-    let may_fit = |a: usize| {
-        let allocation = &allocations[a];
-        allocation.reusable
-            && allocation.color == color
+    let may_fit = |a_color: u64, screen: &Screen| {
+        a_color == color
             && !ranges
                 .iter()
-                .any(|&(r, touched)| occupancy[a].surely_overlaps(r, touched))
+                .any(|&(r, touched)| screen.surely_overlaps(r, touched))
     };
     // Newest first.
     match candidates {
-        Candidates::OpenToOutputs(open) => {
-            open.iter().rev().copied().find(|&a| may_fit(a) && fits(a))
-        }
+        Candidates::OpenToOutputs(open) => open.iter().rev().copied().find(|&a| {
+            let allocation = &allocations[a];
+            allocation.reusable && may_fit(allocation.color, &occupancy[a].screen()) && fits(a)
+        }),
         Candidates::Reusable(reusable) => reusable
+            .ids
             .iter()
+            .zip(&reusable.screens)
             .rev()
-            .copied()
-            .find(|&a| may_fit(a) && fits(a)),
+            .find(|&(&a, (a_color, screen))| may_fit(*a_color, screen) && fits(a))
+            .map(|(&a, _)| a),
+    }
+}
+
+/// The allocations a buffer may join at all, oldest first, with each one's
+/// color and [`Screen`] side by side: each buffer of a training step scans
+/// thousands of them, and reading two structs per candidate (its
+/// `Allocation` and `Occupancy`) cost a cache miss each.
+#[derive(Default)]
+struct Reusable {
+    ids: Vec<usize>,
+    screens: Vec<(u64, Screen)>,
+    /// Where each allocation is in `ids`.
+    position: HashMap<usize, usize>,
+}
+
+impl Reusable {
+    fn push(&mut self, a: usize, color: u64, screen: Screen) {
+        self.position.insert(a, self.ids.len());
+        self.ids.push(a);
+        self.screens.push((color, screen));
+    }
+
+    /// After a buffer joined allocation `a`.
+    fn refresh(&mut self, a: usize, screen: Screen) {
+        if let Some(&k) = self.position.get(&a) {
+            self.screens[k].1 = screen;
+        }
     }
 }
 
@@ -519,6 +550,6 @@ fn find_reusable(
 /// open to one (the others would fail the interference check).
 #[derive(Clone, Copy)]
 enum Candidates<'a> {
-    Reusable(&'a [usize]),
+    Reusable(&'a Reusable),
     OpenToOutputs(&'a BTreeSet<usize>),
 }

@@ -18,6 +18,16 @@ use crate::target::Target;
 pub struct Occupancy {
     /// `start..end + 1` (live ranges are inclusive) → values with that range.
     ranges: IntervalMap<u64, Vec<ValueId>>,
+    screen: Screen,
+    buckets: Buckets,
+}
+
+/// What settles most candidate allocations without the interval tree
+/// ([`Screen::surely_overlaps`]). Small and `Copy`, so that the assignment
+/// can keep its reusable allocations' screens side by side: each buffer of a
+/// training step scans thousands of them.
+#[derive(Clone, Copy, Default)]
+pub struct Screen {
     /// The range of a value that lives longest (the latest end). Buffers that
     /// live to the end of the program (outputs) overlap it strictly; testing
     /// it first saves the tree query when thousands of outputs each try
@@ -34,7 +44,6 @@ pub struct Occupancy {
     /// cover it outright in the middle of their time, not at either end:
     /// these bits answer those without the tree.
     covered: Mask,
-    buckets: Buckets,
 }
 
 /// The program's time cut into 256 buckets of equal width.
@@ -99,9 +108,7 @@ impl Occupancy {
     pub fn new(buckets: Buckets) -> Occupancy {
         Occupancy {
             ranges: IntervalMap::new(),
-            tail: None,
-            head: None,
-            covered: Mask::default(),
+            screen: Screen::default(),
             buckets,
         }
     }
@@ -110,9 +117,44 @@ impl Occupancy {
     /// of the program: then every other buffer that lives to `end` from
     /// before it overlaps it strictly and can never move in.
     pub fn closed_to_outputs(&self, end: u32) -> bool {
-        self.tail.is_some_and(|t| t.end == end && t.start < end)
+        self.screen
+            .tail
+            .is_some_and(|t| t.end == end && t.start < end)
     }
 
+    pub fn screen(&self) -> Screen {
+        self.screen
+    }
+
+    /// Records a buffer's values as living in this allocation.
+    pub fn add(&mut self, dataflow: &Dataflow, ranges: &[Option<LiveRange>], b: BufferId) {
+        for &v in &dataflow.buffers[b.index()].values {
+            let Some(r) = ranges[v.index()] else {
+                continue;
+            };
+            let screen = &mut self.screen;
+            if screen.tail.is_none_or(|t| r.end > t.end) {
+                screen.tail = Some(r);
+            }
+            if screen
+                .head
+                .is_none_or(|h| r.start < h.start || (r.start == h.start && r.end > h.end))
+            {
+                screen.head = Some(r);
+            }
+            screen.covered.add(self.buckets.covered(r));
+            let key = u64::from(r.start)..u64::from(r.end) + 1;
+            match self.ranges.get_mut(key.clone()) {
+                Some(values) => values.push(v),
+                None => {
+                    self.ranges.insert(key, vec![v]);
+                }
+            }
+        }
+    }
+}
+
+impl Screen {
     /// Whether `r` (which has a step in the buckets `touched`) overlaps a
     /// value here without either ending where the other starts, as far as
     /// the first and last values and the covered buckets tell: then it
@@ -125,32 +167,6 @@ impl Occupancy {
         self.covered.meets(touched)
             || self.tail.is_some_and(strictly)
             || self.head.is_some_and(strictly)
-    }
-
-    /// Records a buffer's values as living in this allocation.
-    pub fn add(&mut self, dataflow: &Dataflow, ranges: &[Option<LiveRange>], b: BufferId) {
-        for &v in &dataflow.buffers[b.index()].values {
-            let Some(r) = ranges[v.index()] else {
-                continue;
-            };
-            if self.tail.is_none_or(|t| r.end > t.end) {
-                self.tail = Some(r);
-            }
-            if self
-                .head
-                .is_none_or(|h| r.start < h.start || (r.start == h.start && r.end > h.end))
-            {
-                self.head = Some(r);
-            }
-            self.covered.add(self.buckets.covered(r));
-            let key = u64::from(r.start)..u64::from(r.end) + 1;
-            match self.ranges.get_mut(key.clone()) {
-                Some(values) => values.push(v),
-                None => {
-                    self.ranges.insert(key, vec![v]);
-                }
-            }
-        }
     }
 }
 
@@ -173,7 +189,10 @@ impl Interference<'_> {
             let Some(rb) = self.ranges[vb.index()] else {
                 return false;
             };
-            if occupancy.surely_overlaps(rb, self.buckets.touched(rb)) {
+            if occupancy
+                .screen
+                .surely_overlaps(rb, self.buckets.touched(rb))
+            {
                 return true;
             }
             let query = u64::from(rb.start)..u64::from(rb.end) + 1;
