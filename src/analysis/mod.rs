@@ -210,50 +210,63 @@ fn live_peak(
     ranges: &[Option<LiveRange>],
     assignment: &Assignment,
 ) -> Peak {
-    let chunk = |v: ValueId| -> Option<(usize, u64, u64)> {
-        let value = &dataflow.values[v.index()];
-        let a = assignment.allocation_of[value.buffer.index()]?;
-        // Device memory only: TPU's on-chip spaces are not what runs out.
-        if assignment.allocations[a].color != 0 {
-            return None;
-        }
-        let offset = match assignment
-            .heap
-            .chunks
-            .binary_search_by_key(&v, |(id, _)| *id)
-        {
-            Ok(i) => assignment.heap.chunks[i].1.offset,
-            // Temp tuple tables sit outside the heap: give each its own place,
-            // far enough apart that no two overlap (a TPU table is 512 bytes,
-            // a CPU one 8 bytes an element), whatever the buffer numbering.
-            Err(_) if assignment.allocations[a].kind == AllocationKind::Temp => {
-                u64::MAX / 2 + (value.buffer.0 as u64) * (1 << 31)
+    // Each value's (allocation, offset, size), once: both passes below read it.
+    let chunks: Vec<Option<(usize, u64, u64)>> = (0..dataflow.values.len())
+        .map(|i| {
+            let value = &dataflow.values[i];
+            let a = assignment.allocation_of[value.buffer.index()]?;
+            // Device memory only: TPU's on-chip spaces are not what runs out.
+            if assignment.allocations[a].color != 0 {
+                return None;
             }
-            Err(_) => 0,
-        };
-        Some((a, offset, value.size))
-    };
+            let offset = match assignment
+                .heap
+                .chunks
+                .binary_search_by_key(&ValueId(i as u32), |(id, _)| *id)
+            {
+                Ok(k) => assignment.heap.chunks[k].1.offset,
+                // Temp tuple tables sit outside the heap: give each its own place,
+                // far enough apart that no two overlap (a TPU table is 512 bytes,
+                // a CPU one 8 bytes an element), whatever the buffer numbering.
+                Err(_) if assignment.allocations[a].kind == AllocationKind::Temp => {
+                    u64::MAX / 2 + (value.buffer.0 as u64) * (1 << 31)
+                }
+                Err(_) => 0,
+            };
+            Some((a, offset, value.size))
+        })
+        .collect();
     let mut starts: HashMap<(usize, u32), Vec<(u64, u64)>> = HashMap::default();
-    for (i, r) in ranges.iter().enumerate() {
-        if let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) {
-            starts.entry((a, r.start)).or_default().push((offset, size));
+    for (r, chunk) in ranges.iter().zip(&chunks) {
+        if let (Some(r), Some((a, offset, size))) = (r, chunk) {
+            starts
+                .entry((*a, r.start))
+                .or_default()
+                .push((*offset, *size));
         }
     }
+    // Whether a buffer holds a constant, once per buffer (a buffer may hold
+    // thousands of values).
+    let holds_constant: Vec<bool> = dataflow
+        .buffers
+        .iter()
+        .map(|buffer| {
+            buffer
+                .values
+                .iter()
+                .any(|v| module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant)
+        })
+        .collect();
     // What a value holds: a donated parameter's buffer may already hold the
     // output that replaces it.
     let kind_of = |v: ValueId| {
         let value = &dataflow.values[v.index()];
         let def = module.instr(value.instr);
-        let buffer = &dataflow.buffers[value.buffer.index()];
         if def.opcode == Opcode::Parameter && def.computation == module.entry {
             BufferKind::Parameter
         } else if assignment.live_out[value.buffer.index()] {
             BufferKind::Output
-        } else if buffer
-            .values
-            .iter()
-            .any(|v| module.instr(dataflow.values[v.index()].instr).opcode == Opcode::Constant)
-        {
+        } else if holds_constant[value.buffer.index()] {
             BufferKind::Constant
         } else {
             BufferKind::Temp
@@ -262,8 +275,8 @@ fn live_peak(
     let n = schedule.len() as usize + 2;
     let mut delta = vec![[0i128; 4]; n + 1];
     let mut occupancy: Vec<Option<LiveRange>> = vec![None; ranges.len()];
-    for (i, r) in ranges.iter().enumerate() {
-        let (Some(r), Some((a, offset, size))) = (r, chunk(ValueId(i as u32))) else {
+    for (i, (r, chunk)) in ranges.iter().zip(&chunks).enumerate() {
+        let (Some(r), &Some((a, offset, size))) = (r, chunk) else {
             continue;
         };
         let taken_over = r.end > r.start
