@@ -655,11 +655,7 @@ fn called(module: &Module, id: InstrId, role: CallRole) -> Option<CompId> {
 /// XLA's `MakeInstructionPostOrder`: depth-first from each instruction nobody
 /// uses, in text order, operands before users.
 pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> Vec<InstrId> {
-    let local: HashMap<InstrId, usize> = instructions
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i))
-        .collect();
+    let local = LocalIndex::new(instructions);
     let mut has_user = vec![false; instructions.len()];
     for &id in instructions {
         for op in module
@@ -668,7 +664,7 @@ pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> V
             .iter()
             .chain(&module.instr(id).control_predecessors)
         {
-            if let Some(&i) = local.get(op) {
+            if let Some(i) = local.get(*op) {
                 has_user[i] = true;
             }
         }
@@ -680,7 +676,7 @@ pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> V
         .enumerate()
         .filter(|&(i, &id)| !has_user[i] && id != root)
         .map(|(i, _)| i)
-        .chain(local.get(&root).copied());
+        .chain(local.get(root));
     for start in starts {
         if visited[start] {
             continue;
@@ -698,7 +694,7 @@ pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> V
             };
             if let Some(&op) = pred {
                 *next += 1;
-                if let Some(&i) = local.get(&op) {
+                if let Some(i) = local.get(op) {
                     if !visited[i] {
                         visited[i] = true;
                         stack.push((i, 0));
@@ -711,4 +707,35 @@ pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> V
         }
     }
     out
+}
+
+/// Where each instruction of one computation is in its list. A computation's
+/// instructions sit side by side in the arena (recreated get-tuple-elements
+/// after all of them), so a table over their id range replaces a hash map:
+/// the entry of a training step has tens of thousands.
+struct LocalIndex {
+    first: u32,
+    slots: Vec<u32>,
+}
+
+impl LocalIndex {
+    fn new(instructions: &[InstrId]) -> LocalIndex {
+        let first = instructions.iter().map(|id| id.0).min().unwrap_or(0);
+        let last = instructions.iter().map(|id| id.0).max().unwrap_or(0);
+        let span = if instructions.is_empty() {
+            0
+        } else {
+            (last - first) as usize + 1
+        };
+        let mut slots = vec![u32::MAX; span];
+        for (i, id) in instructions.iter().enumerate() {
+            slots[(id.0 - first) as usize] = i as u32;
+        }
+        LocalIndex { first, slots }
+    }
+
+    fn get(&self, id: InstrId) -> Option<usize> {
+        let slot = *self.slots.get(id.0.checked_sub(self.first)? as usize)?;
+        (slot != u32::MAX).then_some(slot as usize)
+    }
 }

@@ -76,7 +76,7 @@ fn call_graph_post_order(module: &Module) -> Vec<CompId> {
     let mut called = vec![false; n];
     // Each computation's callees once, in first-call order. An unrolled entry
     // calls tens of thousands of fusion bodies: a set, not a scan per call.
-    let mut seen: std::collections::HashSet<(usize, CompId)> = std::collections::HashSet::new();
+    let mut seen: rustc_hash::FxHashSet<(usize, CompId)> = Default::default();
     for (ci, comp) in module.computations.iter().enumerate() {
         for &id in &comp.instructions {
             for &(_, callee) in module.instr(id).called.iter() {
