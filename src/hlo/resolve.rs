@@ -72,79 +72,59 @@ pub(super) fn resolve(
         .with_note("the file may be truncated"));
     }
 
-    let mut computations = Vec::with_capacity(raw.len());
-    let mut unresolved = unresolved.into_iter();
-    let mut deferred_bodies =
-        Vec::with_capacity(raw.iter().filter(|c| c.deferred.is_some()).count());
-    let mut next_deferred_id = 0u32;
-    for (ci, comp) in raw.into_iter().enumerate() {
-        let comp_id = CompId(ci as u32);
-        let lines = match &comp.deferred {
-            Some(d) => d.lines.len(),
-            None => comp.instructions.len(),
-        };
-        if lines == 0 {
-            return Err(error_at(
-                &comp.name,
-                format!("computation `%{}` has no instructions", comp.name),
-                "empty",
-            ));
-        }
-        if let Some(d) = comp.deferred {
-            let base = next_deferred_id;
-            next_deferred_id = u32::try_from(d.lines.len())
-                .ok()
-                .and_then(|n| base.checked_add(n))
-                .filter(|&end| end < InstrId::DEFERRED)
-                .ok_or_else(|| {
-                    error_at(
-                        &comp.name,
-                        "too many instructions in one module".into(),
-                        "here",
-                    )
-                })?;
-            // Without a ROOT marker XLA takes the last instruction.
-            let root = d.structure.root.unwrap_or(d.lines.len() - 1);
-            let mut calls = Vec::with_capacity(d.structure.calls.len());
-            for &(role, name, offset) in &d.structure.calls {
-                let Some(&callee) = comp_ids.get(name) else {
-                    return Err(Error::at(
-                        file,
-                        offset..offset + name.len() + 1,
-                        format!("unknown computation `%{name}`"),
-                        "no computation of this name in the module",
-                    ));
+    // The fusion bodies (kept as lines) and the computations lowered at load
+    // are resolved side by side: neither reads what the other makes. Each
+    // half stops at its first error; the earlier of the two is the module's.
+    let count = raw.len();
+    let (deferred_raw, eager_raw): (Vec<_>, Vec<_>) = raw
+        .into_iter()
+        .enumerate()
+        .partition(|(_, c)| c.deferred.is_some());
+    let comp_id_of = |name: &str| comp_ids.get(name).copied();
+    let (deferred_half, eager_half) = rayon::join(
+        || shells(file, &comp_ids, deferred_raw),
+        || {
+            let mut unresolved = unresolved.into_iter();
+            let mut done = Vec::with_capacity(eager_raw.len());
+            for (ci, comp) in eager_raw {
+                let comp_id = CompId(ci as u32);
+                if comp.instructions.is_empty() {
+                    return Err((ci, empty(file, &comp.name)));
+                }
+                let names: Vec<Unresolved> =
+                    unresolved.by_ref().take(comp.instructions.len()).collect();
+                let mut arena = Arena {
+                    instructions: &mut *instructions,
+                    id_base: 0,
+                    start: comp.instructions.start,
                 };
-                calls.push((role, callee));
+                let resolved = resolve_computation(
+                    file,
+                    &comp_id_of,
+                    (comp_id, comp_id == entry),
+                    comp,
+                    names,
+                    &mut arena,
+                )
+                .map_err(|e| (ci, e))?;
+                done.push((ci, resolved));
             }
-            computations.push(Computation {
-                name: comp.name.name.to_string(),
-                is_entry: false,
-                instructions: Vec::new(),
-                root: InstrId(InstrId::DEFERRED | (base + root as u32)),
-                parameters: Vec::new(),
-                execution_thread: comp.execution_thread,
-                span: comp.span,
-                deferred: Some(deferred_bodies.len() as u32),
-            });
-            deferred_bodies.push(DeferredBody::new(comp_id, base, d.lines, calls));
-            continue;
-        }
-        let names: Vec<Unresolved> = unresolved.by_ref().take(comp.instructions.len()).collect();
-        let mut arena = Arena {
-            instructions: &mut *instructions,
-            id_base: 0,
-            start: comp.instructions.start,
-        };
-        computations.push(resolve_computation(
-            file,
-            &|name: &str| comp_ids.get(name).copied(),
-            (comp_id, comp_id == entry),
-            comp,
-            names,
-            &mut arena,
-        )?);
+            Ok(done)
+        },
+    );
+    let (shells, deferred_bodies, eager) = match (deferred_half, eager_half) {
+        (Ok((shells, bodies)), Ok(eager)) => (shells, bodies, eager),
+        (Err((a, e)), Err((b, f))) => return Err(if a < b { e } else { f }),
+        (Err((_, e)), _) | (_, Err((_, e))) => return Err(e),
+    };
+    let mut slots: Vec<Option<Computation>> = (0..count).map(|_| None).collect();
+    for (ci, comp) in shells.into_iter().chain(eager) {
+        slots[ci] = Some(comp);
     }
+    let computations: Vec<Computation> = slots
+        .into_iter()
+        .map(|c| c.expect("every computation is resolved by one half"))
+        .collect();
     // Each deferred body learns the fusion that calls it, whose operands its
     // parameters must match when it is parsed.
     let mut callers = vec![None; deferred_bodies.len()];
@@ -164,6 +144,85 @@ pub(super) fn resolve(
         .collect();
     let deferred = Deferred::new(comp_names, deferred_bodies, callers);
     Ok((computations, entry, deferred))
+}
+
+/// "computation `%x` has no instructions".
+fn empty(file: &SourceFile, name: &Reference) -> Error {
+    Error::at(
+        file,
+        name.offset..name.offset + name.name.len() + 1,
+        format!("computation `%{name}` has no instructions"),
+        "empty",
+    )
+}
+
+/// The deferred computations' shells (no instructions; the root's id) and
+/// bodies (lines, the computations they call), with ids numbered in order.
+/// `Err` carries the failing computation's index.
+#[allow(clippy::type_complexity)]
+fn shells(
+    file: &SourceFile,
+    comp_ids: &FxHashMap<&str, CompId>,
+    deferred: Vec<(usize, RawComputation)>,
+) -> Result<(Vec<(usize, Computation)>, Vec<DeferredBody>), (usize, Error)> {
+    let mut shells = Vec::with_capacity(deferred.len());
+    let mut bodies = Vec::with_capacity(deferred.len());
+    let mut next_deferred_id = 0u32;
+    for (ci, comp) in deferred {
+        let d = comp.deferred.expect("only deferred computations");
+        if d.lines.is_empty() {
+            return Err((ci, empty(file, &comp.name)));
+        }
+        let base = next_deferred_id;
+        next_deferred_id = u32::try_from(d.lines.len())
+            .ok()
+            .and_then(|n| base.checked_add(n))
+            .filter(|&end| end < InstrId::DEFERRED)
+            .ok_or_else(|| {
+                let r = &comp.name;
+                (
+                    ci,
+                    Error::at(
+                        file,
+                        r.offset..r.offset + r.name.len() + 1,
+                        "too many instructions in one module",
+                        "here",
+                    ),
+                )
+            })?;
+        // Without a ROOT marker XLA takes the last instruction.
+        let root = d.structure.root.unwrap_or(d.lines.len() - 1);
+        let mut calls = Vec::with_capacity(d.structure.calls.len());
+        for &(role, name, offset) in &d.structure.calls {
+            let Some(&callee) = comp_ids.get(name) else {
+                return Err((
+                    ci,
+                    Error::at(
+                        file,
+                        offset..offset + name.len() + 1,
+                        format!("unknown computation `%{name}`"),
+                        "no computation of this name in the module",
+                    ),
+                ));
+            };
+            calls.push((role, callee));
+        }
+        shells.push((
+            ci,
+            Computation {
+                name: comp.name.name.to_string(),
+                is_entry: false,
+                instructions: Vec::new(),
+                root: InstrId(InstrId::DEFERRED | (base + root as u32)),
+                parameters: Vec::new(),
+                execution_thread: comp.execution_thread,
+                span: comp.span,
+                deferred: Some(bodies.len() as u32),
+            },
+        ));
+        bodies.push(DeferredBody::new(CompId(ci as u32), base, d.lines, calls));
+    }
+    Ok((shells, bodies))
 }
 
 /// Where one computation's instructions live: the module's arena (ids are

@@ -58,3 +58,28 @@ fn missing_files_are_io_errors() {
     assert!(matches!(error, hlomem::Error::Io { .. }));
     assert!(error.render(false).contains("no/such/file.txt"));
 }
+
+/// Fusion bodies and the other computations are resolved side by side; of
+/// two unknown names, one in each, the one first in the file is reported.
+#[test]
+fn of_two_unknown_names_the_first_in_the_file_is_reported() {
+    let fused = "%fused (p: f32[2]) -> f32[2] {\n  %p = f32[2]{0} parameter(0)\n  ROOT %m = f32[2]{0} map(%p), dimensions={0}, to_apply=%nowhere\n}\n";
+    let entry = "ENTRY %e (a: f32[2]) -> f32[2] {\n  %a = f32[2]{0} parameter(0)\n  ROOT %f = f32[2]{0} fusion(%nothing), kind=kLoop, calls=%fused\n}\n";
+    let cases = [
+        (
+            format!("HloModule m\n\n{fused}\n{entry}"),
+            5,
+            "unknown computation `%nowhere`",
+        ),
+        (
+            format!("HloModule m\n\n{entry}\n{fused}"),
+            5,
+            "unknown instruction `%nothing`",
+        ),
+    ];
+    for (text, line, message) in cases {
+        let error = hlomem::parse_text_on_demand(Path::new("two.txt"), text).expect_err("refused");
+        assert!(error.to_string().contains(message), "{error}");
+        assert_eq!(error.location().expect("a position").1, line, "{error}");
+    }
+}
