@@ -39,8 +39,38 @@ pub fn read_source(path: &Path) -> Result<SourceFile, Error> {
             )));
         }
     }
-    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    let bytes = read_bytes(path, metadata.len()).map_err(|e| Error::io(path, e))?;
     decode(path, bytes)
+}
+
+/// Files this large are read in two halves at once.
+const SPLIT_READ_BYTES: u64 = 4 << 20;
+
+/// The file's bytes. Reading a big file is mostly the kernel's work, zeroing
+/// fresh pages and copying into them, so a big one is read as two halves on
+/// two cores (the 26 MB 192-layer step: 20 ms on one). Anything unexpected
+/// (the file changed size since `len` was read, a short read) falls back to
+/// one plain read.
+fn read_bytes(path: &Path, len: u64) -> std::io::Result<Vec<u8>> {
+    #[cfg(unix)]
+    if len >= SPLIT_READ_BYTES && rayon::current_num_threads() > 1 {
+        use std::os::unix::fs::FileExt;
+        let file = std::fs::File::open(path)?;
+        let len = usize::try_from(len).map_err(std::io::Error::other)?;
+        let mut bytes = vec![0u8; len];
+        let (low, high) = bytes.split_at_mut(len / 2);
+        let (a, b) = rayon::join(
+            || file.read_exact_at(low, 0),
+            || file.read_exact_at(high, (len / 2) as u64),
+        );
+        // One byte more means the file grew: read it whole instead.
+        let grew = file.read_at(&mut [0u8], len as u64).map_or(true, |n| n > 0);
+        if a.is_ok() && b.is_ok() && !grew {
+            return Ok(bytes);
+        }
+    }
+    let _ = len;
+    std::fs::read(path)
 }
 
 /// Text from bytes already in memory (standard input, tests): a byte-order
@@ -104,6 +134,24 @@ mod tests {
                 assert_eq!(file.line_col(offset), (2, 5));
             }
             other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    /// A big file read in two halves is the file, byte for byte, including
+    /// when the size given is stale (the file changed after it was taken).
+    #[test]
+    fn a_big_file_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        let len = SPLIT_READ_BYTES as usize + 12_345;
+        let bytes: Vec<u8> = (0..len).map(|i| b'a' + (i * 7 % 26) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(read_bytes(&path, len as u64).unwrap() == bytes);
+        for stale in [len as u64 - 1000, len as u64 + 1000] {
+            assert!(
+                read_bytes(&path, stale).unwrap() == bytes,
+                "stale size {stale}"
+            );
         }
     }
 }
