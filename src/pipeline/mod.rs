@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::error::Error;
 use crate::hlo::{self, Module};
 use crate::report::{self, Report};
-use crate::{analysis, findings, source, target};
+use crate::{analysis, findings, source, target, usage};
 
 use std::path::{Path, PathBuf};
 
@@ -176,40 +176,57 @@ pub fn load_and_model(
         tpu_version,
         ..Default::default()
     };
-    load_path(path, options)
+    let (module, target) = parse_path(path, options)?;
+    let model = model_of(&module, &target)?;
+    Ok((module, model))
 }
 
-fn load_path(
-    path: &Path,
-    options: AnalyzeOptions,
-) -> Result<(Module, analysis::MemoryModel), Error> {
+/// A module with its memory model, and what its report reads of the module
+/// alone ([`usage::ModuleFacts`], read beside the accounting: the longest
+/// stages of the accounting keep one core busy and leave the other idle).
+struct Analyzed {
+    module: Module,
+    model: analysis::MemoryModel,
+    facts: usage::ModuleFacts,
+}
+
+/// Reads and parses one HLO file, and finds its target.
+fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(Module, target::Target), Error> {
     let module = parse(read::read_source(path)?, options.strict)?;
     let target = target_of(&module, path, options.backend, options.tpu_version);
-    model_of(module, target)
+    Ok((module, target))
 }
 
 /// The memory model of a parsed module under `target`, once its sizes are
 /// known to fit in 64 bits.
-fn model_of(
-    module: Module,
-    target: target::Target,
-) -> Result<(Module, analysis::MemoryModel), Error> {
-    check_sizes(&module, &target)?;
-    let model = analysis::analyze(&module, &target);
+fn model_of(module: &Module, target: &target::Target) -> Result<analysis::MemoryModel, Error> {
+    check_sizes(module, target)?;
+    let model = analysis::analyze(module, target);
     // A fusion body the accounting read but could not parse was empty to it.
     module.deferred_error()?;
-    Ok((module, model))
+    Ok(model)
+}
+
+/// [`model_of`], with the module's facts read beside it.
+fn analyzed(module: Module, target: target::Target) -> Result<Analyzed, Error> {
+    let (model, facts) = rayon::join(
+        || model_of(&module, &target),
+        || usage::ModuleFacts::read(&module),
+    );
+    Ok(Analyzed {
+        model: model?,
+        module,
+        facts,
+    })
 }
 
 /// [`load_and_model`] for an input, which may be text read already
 /// (standard input): that text has no folder, so the TPU chip comes from
 /// `tpu_version` or is assumed.
-fn load_input(
-    input: &inputs::Input,
-    options: AnalyzeOptions,
-) -> Result<(Module, analysis::MemoryModel), Error> {
+fn load_input(input: &inputs::Input, options: AnalyzeOptions) -> Result<Analyzed, Error> {
     let Some(bytes) = &input.bytes else {
-        return load_path(&input.path, options);
+        let (module, target) = parse_path(&input.path, options)?;
+        return analyzed(module, target);
     };
     if bytes.len() as u64 > source::MAX_FILE_BYTES {
         return Err(Error::TooLarge {
@@ -220,13 +237,22 @@ fn load_input(
     let module = parse(read::decode(&input.path, bytes.to_vec())?, options.strict)?;
     let target = target::Target::resolve(&module, options.backend)
         .with_tpu_version(options.tpu_version.map(|v| (v, target::ChipSource::User)));
-    model_of(module, target)
+    analyzed(module, target)
 }
 
 /// The report of a module with its memory model: the findings (what-if runs
 /// of the accounting among them) run beside the rest of the report.
 pub fn report_module(module: &Module, model: &analysis::MemoryModel) -> report::ModuleReport {
-    let usage = crate::usage::peak_usage(module, model);
+    report_with_facts(module, model, usage::ModuleFacts::read(module))
+}
+
+/// [`report_module`] with the module's facts read already.
+fn report_with_facts(
+    module: &Module,
+    model: &analysis::MemoryModel,
+    facts: usage::ModuleFacts,
+) -> report::ModuleReport {
+    let usage = usage::peak_usage_with(module, model, facts);
     let (findings, report) = rayon::join(
         || findings::reported(module, model, &usage),
         || report::ModuleReport::build(module, model, &usage),
@@ -248,9 +274,13 @@ fn analyze_one(
     if let Some(reason) = &input.unreadable {
         return Err(Error::Usage(reason.clone()));
     }
-    let (module, model) = load_input(input, options)?;
+    let Analyzed {
+        module,
+        model,
+        facts,
+    } = load_input(input, options)?;
     let target = &model.target;
-    let mut summary = report_module(&module, &model);
+    let mut summary = report_with_facts(&module, &model, facts);
     // A fusion body read on demand that did not parse left the analysis an
     // empty body: the numbers cannot be shown.
     module.deferred_error()?;

@@ -297,27 +297,57 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
 
 /// Groups the buffers live at `model`'s peak.
 pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
-    // The text is searched instead of every instruction's metadata: these
-    // wrappers appear nowhere but in op_names. Each search reads the whole
-    // text, so they run beside the parameters' metadata.
-    let ((training, rematerialized), parameters) = rayon::join(
-        || {
-            rayon::join(
-                || module.text_contains("transpose(jvp("),
-                || {
-                    [
-                        "remat(",
-                        "checkpoint(",
-                        "/checkpoint/",
-                        "rematted_computation",
-                    ]
-                    .par_iter()
-                    .any(|w| module.text_contains(w))
-                },
-            )
-        },
-        || arguments::parameter_origins(module),
-    );
+    peak_usage_with(module, model, ModuleFacts::read(module))
+}
+
+/// What the usage report reads of the module alone, before there is a memory
+/// model: whether JAX's wrappers for training and rematerialization appear
+/// in op_names, and each entry parameter's origin. The pipeline reads them
+/// beside the accounting, whose longest stages keep one core busy.
+pub struct ModuleFacts {
+    training: bool,
+    rematerialized: bool,
+    parameters: Vec<arguments::ParameterOrigin>,
+}
+
+impl ModuleFacts {
+    pub fn read(module: &Module) -> ModuleFacts {
+        // The text is searched instead of every instruction's metadata: these
+        // wrappers appear nowhere but in op_names. Each search reads the whole
+        // text, so they run beside the parameters' metadata.
+        let ((training, rematerialized), parameters) = rayon::join(
+            || {
+                rayon::join(
+                    || module.text_contains("transpose(jvp("),
+                    || {
+                        [
+                            "remat(",
+                            "checkpoint(",
+                            "/checkpoint/",
+                            "rematted_computation",
+                        ]
+                        .par_iter()
+                        .any(|w| module.text_contains(w))
+                    },
+                )
+            },
+            || arguments::parameter_origins(module),
+        );
+        ModuleFacts {
+            training,
+            rematerialized,
+            parameters,
+        }
+    }
+}
+
+/// [`peak_usage`] with the module's facts read already.
+pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts) -> PeakUsage {
+    let ModuleFacts {
+        training,
+        rematerialized,
+        parameters,
+    } = facts;
     let origin_of: HashMap<_, _> = module.entry().parameters.iter().zip(&parameters).collect();
     let names: std::collections::HashSet<&str> = parameters
         .iter()
