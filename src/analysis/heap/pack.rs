@@ -57,6 +57,18 @@ impl Placement {
         self.offsets.len()
     }
 
+    /// What the scans read: starts, ends, offsets, aligned ends, each of
+    /// [`Placement::len`] entries.
+    fn columns(&self) -> [&[u64]; 4] {
+        let n = self.len();
+        [
+            &self.starts[..n],
+            &self.ends[..n],
+            &self.offsets[..n],
+            &self.aligned_ends[..n],
+        ]
+    }
+
     /// Whether entry `i` is alive at some moment `group` is.
     fn meets(&self, i: usize, group: &Group) -> bool {
         let (start, end) = (self.starts[i], self.ends[i]);
@@ -176,12 +188,11 @@ fn clear_run(
 fn clear_run_scalar(
     placement: &Placement,
     mut i: usize,
-    (start, end): (u64, u64),
+    span: (u64, u64),
     offset: &mut u64,
 ) -> usize {
-    let n = placement.len();
-    let (starts, ends) = (&placement.starts[..n], &placement.ends[..n]);
-    let (offsets, aligned_ends) = (&placement.offsets[..n], &placement.aligned_ends[..n]);
+    let [starts, ends, offsets, aligned_ends] = placement.columns();
+    let (n, (start, end)) = (placement.len(), span);
     let mut running = *offset;
     while i < n {
         // Stops also at a chunk that is not alive (the exact step passes it):

@@ -26,16 +26,10 @@ use super::Placement;
 pub(super) fn clear_run(
     placement: &Placement,
     mut i: usize,
-    (start, end): (u64, u64),
+    span: (u64, u64),
     offset: &mut u64,
 ) -> usize {
-    let n = placement.len();
-    let columns = [
-        &placement.starts[..n],
-        &placement.ends[..n],
-        &placement.offsets[..n],
-        &placement.aligned_ends[..n],
-    ];
+    let (n, columns, (start, end)) = (placement.len(), placement.columns(), span);
     let (start, end) = (
         _mm256_set1_epi64x(start as i64),
         _mm256_set1_epi64x(end as i64),
