@@ -308,7 +308,7 @@ mod tests {
     use crate::analysis::dataflow::ValueId;
 
     /// The packing as first written: every placed chunk tested with branches,
-    /// which the branch-free scan above must agree with, offset for offset.
+    /// which both scans above (scalar and vector) must agree with, offset for offset.
     fn pack_reference(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
         let align = |x: u64| {
             if alignment <= 1 {
