@@ -302,6 +302,10 @@ impl Deferred {
 
     /// The lines of body `k` that have line `i` among their operands. Found
     /// by the text first: only lines that name it (as a whole word) are read.
+    /// The body's text is searched in one pass (its lines are consecutive in
+    /// the file), each match placed in its line by offset: a big fusion body
+    /// is asked about many of its lines, and a search per line costs a
+    /// searcher's start-up per line.
     pub fn line_users(&self, module: &Module, k: u32, i: u32) -> &[u32] {
         self.reads(k)[i as usize].users.get_or_init(|| {
             let body = &self.bodies[k as usize];
@@ -314,15 +318,31 @@ impl Deferred {
                 !before.is_some_and(|c| is_name_char(c) && c != '%')
                     && !after.is_some_and(is_name_char)
             };
-            let finder = memchr::memmem::Finder::new(name.as_bytes());
-            (0..body.lines.len() as u32)
-                .filter(|&j| {
-                    let line = body.line(text, j).text;
-                    j != i
-                        && finder.find_iter(line.as_bytes()).any(|at| word(line, at))
-                        && self.line(module, k, j).operands.contains(&i)
-                })
-                .collect()
+            let (Some(&(first, _)), Some(&(last, len))) = (body.lines.first(), body.lines.last())
+            else {
+                return Box::default();
+            };
+            let span = &text.as_bytes()[first as usize..(last + len) as usize];
+            let mut users: Vec<u32> = Vec::new();
+            // The last line a match was settled in: a line naming it twice is read once.
+            let mut settled = None;
+            for at in memchr::memmem::find_iter(span, name.as_bytes()) {
+                let at = first + at as u32;
+                let j = (body.lines.partition_point(|&(offset, _)| offset <= at) - 1) as u32;
+                let (offset, len) = body.lines[j as usize];
+                let in_line = (at - offset) as usize;
+                if j == i || settled == Some(j) || in_line + name.len() > len as usize {
+                    continue;
+                }
+                let line = body.line(text, j).text;
+                if word(line, in_line) {
+                    settled = Some(j);
+                    if self.line(module, k, j).operands.contains(&i) {
+                        users.push(j);
+                    }
+                }
+            }
+            users.into_boxed_slice()
         })
     }
 
@@ -695,6 +715,49 @@ fn call_attribute<'a>(
 #[cfg(test)]
 mod tests {
     use super::scan_line;
+    use crate::hlo::InstrId;
+
+    /// `line_users` (a text search, then the matching lines read) agrees with
+    /// the parsed body: a name inside a longer name, inside metadata, twice
+    /// in one line, or after another name's match in the same line.
+    #[test]
+    fn line_users_are_the_parsed_bodys_users() {
+        let text = "HloModule m\n\n\
+            %fused (p.0: f32[4], p.1: f32[4]) -> f32[4] {\n\
+            \x20 %p.0 = f32[4]{0} parameter(0)\n\
+            \x20 %p.1 = f32[4]{0} parameter(1), metadata={op_name=\"p.0\"}\n\
+            \x20 %a = f32[4]{0} add(%p.0, %p.0)\n\
+            \x20 %p.0.b = f32[4]{0} multiply(%p.1, %a)\n\
+            \x20 ROOT %r = f32[4]{0} add(%p.0.b, %p.0)\n\
+            }\n\n\
+            ENTRY %e (x: f32[4], y: f32[4]) -> f32[4] {\n\
+            \x20 %x = f32[4]{0} parameter(0)\n\
+            \x20 %y = f32[4]{0} parameter(1)\n\
+            \x20 ROOT %f = f32[4]{0} fusion(%x, %y), kind=kLoop, calls=%fused\n\
+            }\n";
+        let module =
+            crate::parse_text_on_demand(std::path::Path::new("users.txt"), text.to_string())
+                .expect("parses");
+        let k = module.computations[0]
+            .deferred
+            .expect("the fusion body is deferred");
+        let base = module.deferred.bodies[k as usize].base;
+        let asked: Vec<Vec<u32>> = (0..5)
+            .map(|i| module.deferred.line_users(&module, k, i).to_vec())
+            .collect();
+        let parsed = module.comp(crate::hlo::CompId(0));
+        let mut want = vec![Vec::new(); 5];
+        for (j, &id) in parsed.instructions.iter().enumerate() {
+            for op in &module.instr(id).operands {
+                let line = (op.0 & !InstrId::DEFERRED) - base;
+                if !want[line as usize].contains(&(j as u32)) {
+                    want[line as usize].push(j as u32);
+                }
+            }
+        }
+        assert_eq!(asked, want);
+        assert_eq!(asked[0], vec![2, 4]);
+    }
 
     fn scan(text: &str) -> (Option<(usize, &'static str)>, Vec<String>) {
         let mut calls = Vec::new();
