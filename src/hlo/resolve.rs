@@ -80,37 +80,9 @@ pub(super) fn resolve(
         .into_iter()
         .enumerate()
         .partition(|(_, c)| c.deferred.is_some());
-    let comp_id_of = |name: &str| comp_ids.get(name).copied();
     let (deferred_half, eager_half) = rayon::join(
         || shells(file, &comp_ids, deferred_raw),
-        || {
-            let mut unresolved = unresolved.into_iter();
-            let mut done = Vec::with_capacity(eager_raw.len());
-            for (ci, comp) in eager_raw {
-                let comp_id = CompId(ci as u32);
-                if comp.instructions.is_empty() {
-                    return Err((ci, empty(file, &comp.name)));
-                }
-                let names: Vec<Unresolved> =
-                    unresolved.by_ref().take(comp.instructions.len()).collect();
-                let mut arena = Arena {
-                    instructions: &mut *instructions,
-                    id_base: 0,
-                    start: comp.instructions.start,
-                };
-                let resolved = resolve_computation(
-                    file,
-                    &comp_id_of,
-                    (comp_id, comp_id == entry),
-                    comp,
-                    names,
-                    &mut arena,
-                )
-                .map_err(|e| (ci, e))?;
-                done.push((ci, resolved));
-            }
-            Ok(done)
-        },
+        || eager(file, &comp_ids, entry, eager_raw, unresolved, instructions),
     );
     let (shells, deferred_bodies, eager) = match (deferred_half, eager_half) {
         (Ok((shells, bodies)), Ok(eager)) => (shells, bodies, eager),
@@ -154,6 +126,44 @@ fn empty(file: &SourceFile, name: &Reference) -> Error {
         format!("computation `%{name}` has no instructions"),
         "empty",
     )
+}
+
+/// The computations lowered at load, resolved in file order in the arena.
+/// `Err` carries the failing computation's index.
+fn eager(
+    file: &SourceFile,
+    comp_ids: &FxHashMap<&str, CompId>,
+    entry: CompId,
+    computations: Vec<(usize, RawComputation)>,
+    unresolved: Vec<Unresolved>,
+    instructions: &mut Vec<Instruction>,
+) -> Result<Vec<(usize, Computation)>, (usize, Error)> {
+    let comp_id_of = |name: &str| comp_ids.get(name).copied();
+    let mut unresolved = unresolved.into_iter();
+    let mut done = Vec::with_capacity(computations.len());
+    for (ci, comp) in computations {
+        let comp_id = CompId(ci as u32);
+        if comp.instructions.is_empty() {
+            return Err((ci, empty(file, &comp.name)));
+        }
+        let names: Vec<Unresolved> = unresolved.by_ref().take(comp.instructions.len()).collect();
+        let mut arena = Arena {
+            instructions: &mut *instructions,
+            id_base: 0,
+            start: comp.instructions.start,
+        };
+        let resolved = resolve_computation(
+            file,
+            &comp_id_of,
+            (comp_id, comp_id == entry),
+            comp,
+            names,
+            &mut arena,
+        )
+        .map_err(|e| (ci, e))?;
+        done.push((ci, resolved));
+    }
+    Ok(done)
 }
 
 /// The deferred computations' shells (no instructions; the root's id) and
