@@ -105,6 +105,15 @@ impl std::fmt::Debug for Deferred {
 }
 
 impl DeferredBody {
+    /// Where its lines are in the module's text, from the first line's start
+    /// to the last one's end: they are consecutive, so one search covers them.
+    fn span(&self) -> std::ops::Range<usize> {
+        match (self.lines.first(), self.lines.last()) {
+            (Some(&(first, _)), Some(&(last, len))) => first as usize..(last + len) as usize,
+            _ => 0..0,
+        }
+    }
+
     /// Its line `i`, a slice of the module's `text`.
     fn line<'t>(&self, text: &'t str, i: u32) -> Line<'t> {
         let (offset, len) = self.lines[i as usize];
@@ -183,12 +192,7 @@ impl Deferred {
     /// Whether the text of body `k` contains `needle`: a search, no parse. An
     /// opcode no line spells (`dynamic-update-slice(`) is in no instruction.
     pub fn body_mentions(&self, module: &Module, k: u32, needle: &str) -> bool {
-        let body = &self.bodies[k as usize];
-        let (Some(&(first, _)), Some(&(last, len))) = (body.lines.first(), body.lines.last())
-        else {
-            return false;
-        };
-        let text = &module.file.text.as_bytes()[first as usize..(last + len) as usize];
+        let text = &module.file.text.as_bytes()[self.bodies[k as usize].span()];
         memchr::memmem::find(text, needle.as_bytes()).is_some()
     }
 
@@ -318,16 +322,12 @@ impl Deferred {
                 !before.is_some_and(|c| is_name_char(c) && c != '%')
                     && !after.is_some_and(is_name_char)
             };
-            let (Some(&(first, _)), Some(&(last, len))) = (body.lines.first(), body.lines.last())
-            else {
-                return Box::default();
-            };
-            let span = &text.as_bytes()[first as usize..(last + len) as usize];
+            let span = body.span();
             let mut users: Vec<u32> = Vec::new();
             // The last line a match was settled in: a line naming it twice is read once.
             let mut settled = None;
-            for at in memchr::memmem::find_iter(span, name.as_bytes()) {
-                let at = first + at as u32;
+            for at in memchr::memmem::find_iter(&text.as_bytes()[span.clone()], name.as_bytes()) {
+                let at = (span.start + at) as u32;
                 let j = (body.lines.partition_point(|&(offset, _)| offset <= at) - 1) as u32;
                 let (offset, len) = body.lines[j as usize];
                 let in_line = (at - offset) as usize;
