@@ -17,49 +17,135 @@
 //! - Whether a chunk is alive is a coin toss from one chunk to the next (chunks
 //!   at neighbouring offsets come from all over the program), so the scan
 //!   selects rather than branches on it.
-//! - With AVX2 it reads four chunks at once (`avx2.rs`): the chunks are
-//!   stored column by column, and the running end within four is a prefix
-//!   maximum.
+//! - The chunks are stored column by column, and as 32-bit words where they
+//!   fit ([`Word`]): offsets in units of the alignment (every offset is a
+//!   multiple of it), times as they are. With AVX2 (`avx2.rs`) the scan
+//!   reads eight such chunks at once (four of 64 bits); the running end
+//!   within them is a prefix maximum.
 //! - A chunk of several time intervals is stored as one entry per interval,
 //!   so the scans test one interval per entry, the same way for every chunk.
 //! - Stopping at an exact fit also pays.
 //!
 //! A placement in blocks of 512, bit masks of the alive spans 64 at a time
 //! and a binary search over a group's intervals were each measured and were
-//! no faster (BENCHMARKS.md). A unit test holds both scans to the plain one.
+//! no faster (BENCHMARKS.md). A unit test holds every scan to the plain one.
 
 use super::Group;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 
+/// The element of the scanned columns. A packing is first tried with `u32`
+/// (half the bytes to read and twice the chunks per vector); if a time or an
+/// offset in units does not fit, it starts over with `u64` in bytes.
+trait Word: Copy + Default + Into<u64> + TryFrom<u64> {
+    /// Chunks per step of the vector scan.
+    const LANES: usize;
+
+    /// Whether the vector scan is exact on this packing.
+    fn vector_exact(groups: &[Group], alignment: u64) -> bool;
+
+    /// The vector scan over columns of this width.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn clear_run_avx2(
+        placement: &Placement<Self>,
+        i: usize,
+        span: (u64, u64),
+        offset: &mut u64,
+    ) -> usize;
+}
+
+impl Word for u32 {
+    const LANES: usize = 8;
+
+    /// Always: the 32-bit compares are unsigned, and a packing whose values
+    /// do not fit never gets here.
+    fn vector_exact(_: &[Group], _: u64) -> bool {
+        true
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn clear_run_avx2(
+        placement: &Placement<u32>,
+        i: usize,
+        span: (u64, u64),
+        offset: &mut u64,
+    ) -> usize {
+        // SAFETY: the caller checked AVX2.
+        unsafe { avx2::clear_run_u32(placement, i, span, offset) }
+    }
+}
+
+impl Word for u64 {
+    const LANES: usize = 4;
+
+    /// The 64-bit compares are signed (AVX2 has no unsigned ones): exact when
+    /// every offset and time stays below 2^63. Every chunk ends at most its
+    /// size plus the alignment above the highest end before it, so the sum
+    /// of those bounds every offset.
+    fn vector_exact(groups: &[Group], alignment: u64) -> bool {
+        let top = groups.iter().try_fold(0u64, |top, g| {
+            top.checked_add(g.size)?.checked_add(alignment)
+        });
+        let latest = groups.iter().map(|g| g.end).max().unwrap_or(0);
+        top.is_some_and(|t| t < 1 << 63) && latest < 1 << 63
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn clear_run_avx2(
+        placement: &Placement<u64>,
+        i: usize,
+        span: (u64, u64),
+        offset: &mut u64,
+    ) -> usize {
+        // SAFETY: the caller checked AVX2.
+        unsafe { avx2::clear_run_u64(placement, i, span, offset) }
+    }
+}
+
 /// The groups placed so far, sorted by (offset, size) so that the free gaps
 /// can be read off in one pass; column by column, so that the vector scan
-/// loads four chunks' fields at once.
+/// loads several chunks' fields at once. Offsets and ends are in units of
+/// `unit` bytes.
 ///
 /// A group of several intervals has one entry per interval, all at its offset:
 /// it is alive with a group if one of them is, and a second entry of the same
 /// chunk changes nothing in the scan (it starts below the occupied end the
 /// first one moved to its own end). So the scans test time spans only.
-#[derive(Default)]
-struct Placement {
+struct Placement<W> {
+    unit: u64,
     /// Time intervals, inclusive, in event time.
-    starts: Vec<u64>,
-    ends: Vec<u64>,
-    offsets: Vec<u64>,
+    starts: Vec<W>,
+    ends: Vec<W>,
+    offsets: Vec<W>,
     /// Where the next chunk may start: the end, aligned.
-    aligned_ends: Vec<u64>,
+    aligned_ends: Vec<W>,
+    /// In bytes; only orders chunks at the same offset.
     sizes: Vec<u64>,
 }
 
-impl Placement {
+impl<W: Word> Placement<W> {
+    fn new(unit: u64) -> Self {
+        Placement {
+            unit,
+            starts: Vec::new(),
+            ends: Vec::new(),
+            offsets: Vec::new(),
+            aligned_ends: Vec::new(),
+            sizes: Vec::new(),
+        }
+    }
+
     fn len(&self) -> usize {
         self.offsets.len()
     }
 
     /// What the scans read: starts, ends, offsets, aligned ends, each of
     /// [`Placement::len`] entries.
-    fn columns(&self) -> [&[u64]; 4] {
+    fn columns(&self) -> [&[W]; 4] {
         let n = self.len();
         [
             &self.starts[..n],
@@ -71,48 +157,59 @@ impl Placement {
 
     /// Whether entry `i` is alive at some moment `group` is.
     fn meets(&self, i: usize, group: &Group) -> bool {
-        let (start, end) = (self.starts[i], self.ends[i]);
+        let (start, end) = (self.starts[i].into(), self.ends[i].into());
         group.intervals.iter().any(|a| a.0 <= end && start <= a.1)
     }
 
-    /// Places `group` at `offset`, keeping the (offset, size) order.
-    fn insert(&mut self, group: &Group, offset: u64, aligned_end: u64) {
-        let mut at = self.offsets.partition_point(|&o| o < offset);
+    /// Places `group` at `offset` (in units), keeping the (offset, size)
+    /// order; `None` if a value does not fit in `W`.
+    fn insert(&mut self, group: &Group, offset: u64, aligned_end: u64) -> Option<()> {
+        let word = |x: u64| W::try_from(x).ok();
+        let (offset_w, aligned_end_w) = (word(offset)?, word(aligned_end)?);
+        let intervals: Vec<(W, W)> = group
+            .intervals
+            .iter()
+            .map(|&(s, e)| Some((word(s)?, word(e)?)))
+            .collect::<Option<_>>()?;
+        let mut at = self.offsets.partition_point(|&o| o.into() < offset);
         // Among chunks at the same offset (they never meet in time), the smaller first.
         at += self.offsets[at..]
             .iter()
             .zip(&self.sizes[at..])
-            .take_while(|&(&o, &size)| o == offset && size <= group.size)
+            .take_while(|&(&o, &size)| o.into() == offset && size <= group.size)
             .count();
-        for (k, &(start, end)) in group.intervals.iter().enumerate() {
+        for (k, (start, end)) in intervals.into_iter().enumerate() {
             self.starts.insert(at + k, start);
             self.ends.insert(at + k, end);
-            self.offsets.insert(at + k, offset);
-            self.aligned_ends.insert(at + k, aligned_end);
+            self.offsets.insert(at + k, offset_w);
+            self.aligned_ends.insert(at + k, aligned_end_w);
             self.sizes.insert(at + k, group.size);
         }
+        Some(())
     }
 }
 
 /// One group's scan over the placement.
 struct Scan<'g> {
     group: &'g Group,
-    /// The end of the space occupied so far by chunks alive with the group, aligned.
+    /// The end of the space occupied so far by chunks alive with the group,
+    /// aligned, in units.
     offset: u64,
-    /// The best gap so far: (offset, free size).
+    /// The best gap so far: (offset in units, free bytes).
     best: Option<(u64, u64)>,
 }
 
 impl Scan<'_> {
     /// Chunk `i`, exactly; `true` at an exact fit (no gap fits tighter, and
     /// ties go to the lowest offset, so the scan is over).
-    fn step(&mut self, placement: &Placement, i: usize) -> bool {
+    fn step<W: Word>(&mut self, placement: &Placement<W>, i: usize) -> bool {
         if !placement.meets(i, self.group) {
             return false;
         }
-        let at = placement.offsets[i];
+        let at = placement.offsets[i].into();
         if at > self.offset {
-            let free = at - self.offset;
+            // Below 2^64: the units times the unit are bytes of a u64 offset.
+            let free = (at - self.offset) * placement.unit;
             if free >= self.group.size && self.best.is_none_or(|(_, s)| free < s) {
                 self.best = Some((self.offset, free));
                 if free == self.group.size {
@@ -120,12 +217,12 @@ impl Scan<'_> {
                 }
             }
         }
-        self.offset = self.offset.max(placement.aligned_ends[i]);
+        self.offset = self.offset.max(placement.aligned_ends[i].into());
         false
     }
 }
 
-/// How [`clear_run`] reads the chunks: one at a time, or four with AVX2.
+/// Whether the scans may use AVX2: what the CPU has.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Kernel {
     Scalar,
@@ -134,59 +231,37 @@ enum Kernel {
 }
 
 impl Kernel {
-    /// AVX2 where the CPU has it and every offset and time of this packing
-    /// stays below 2^63 (the vector compares are signed). Every chunk ends at
-    /// most its size plus the alignment above the highest end before it, so
-    /// the sum of those bounds every offset.
-    fn pick(groups: &[Group], alignment: u64) -> Kernel {
+    fn detect() -> Kernel {
         #[cfg(target_arch = "x86_64")]
-        {
-            let top = groups.iter().try_fold(0u64, |top, g| {
-                top.checked_add(g.size)?.checked_add(alignment)
-            });
-            let latest = groups.iter().map(|g| g.end).max().unwrap_or(0);
-            if top.is_some_and(|t| t < 1 << 63)
-                && latest < 1 << 63
-                && std::arch::is_x86_feature_detected!("avx2")
-            {
-                return Kernel::Avx2;
-            }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Kernel::Avx2;
         }
-        let _ = (groups, alignment); // read only on x86-64
         Kernel::Scalar
-    }
-
-    /// How many chunks the exact step takes where [`clear_run`] stops.
-    fn width(self) -> usize {
-        match self {
-            Kernel::Scalar => 1,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => 4,
-        }
     }
 }
 
 /// From entry `i` on, passes the entries that open no gap for a group of one
-/// interval, `start..=end`, moving `offset` (the end of the occupied space);
-/// returns where the exact step must look: the first of [`Kernel::width`]
+/// interval, `start..=end`, moving `offset` (the end of the occupied space,
+/// in units); returns where the exact step must look: the first of `width`
 /// entries among which one may open a gap, or the placement's length.
-fn clear_run(
-    kernel: Kernel,
-    placement: &Placement,
+fn clear_run<W: Word>(
+    vector: bool,
+    placement: &Placement<W>,
     i: usize,
     span: (u64, u64),
     offset: &mut u64,
 ) -> usize {
-    match kernel {
-        Kernel::Scalar => clear_run_scalar(placement, i, span, offset),
-        // SAFETY: `Kernel::pick` chose AVX2 only on a CPU that has it.
-        #[cfg(target_arch = "x86_64")]
-        Kernel::Avx2 => unsafe { avx2::clear_run(placement, i, span, offset) },
+    #[cfg(target_arch = "x86_64")]
+    if vector {
+        // SAFETY: `vector` is set only where `Kernel::detect` found AVX2.
+        return unsafe { W::clear_run_avx2(placement, i, span, offset) };
     }
+    let _ = vector; // read only on x86-64
+    clear_run_scalar(placement, i, span, offset)
 }
 
-fn clear_run_scalar(
-    placement: &Placement,
+fn clear_run_scalar<W: Word>(
+    placement: &Placement<W>,
     mut i: usize,
     span: (u64, u64),
     offset: &mut u64,
@@ -198,12 +273,16 @@ fn clear_run_scalar(
         // Stops also at a chunk that is not alive (the exact step passes it):
         // a branch on `alive` here would be mispredicted on every other chunk
         // (LLVM splits `alive & above` into two branches).
-        if offsets[i] > running {
+        if offsets[i].into() > running {
             break;
         }
-        let alive = (starts[i] <= end) & (start <= ends[i]);
+        let alive = (starts[i].into() <= end) & (start <= ends[i].into());
         // A select, not a branch: a plain `if` or mask here is compiled into one.
-        running = running.max(std::hint::select_unpredictable(alive, aligned_ends[i], 0));
+        running = running.max(std::hint::select_unpredictable(
+            alive,
+            aligned_ends[i].into(),
+            0,
+        ));
         i += 1;
     }
     *offset = running;
@@ -220,10 +299,25 @@ pub(super) enum Order {
 
 /// Best-fit packing in the given order; returns the heap size and each group's offset.
 pub(super) fn pack(groups: &[Group], alignment: u64, order: Order) -> (u64, Vec<u64>) {
-    pack_with(groups, alignment, order, Kernel::pick(groups, alignment))
+    pack_with(groups, alignment, order, Kernel::detect(), Width::Narrow)
 }
 
-fn pack_with(groups: &[Group], alignment: u64, order: Order, kernel: Kernel) -> (u64, Vec<u64>) {
+/// The widest columns a packing starts with (tests pick `Wide` to test it).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Width {
+    /// `u32` where the values fit, else `u64`.
+    Narrow,
+    #[cfg(test)]
+    Wide,
+}
+
+fn pack_with(
+    groups: &[Group],
+    alignment: u64,
+    order: Order,
+    kernel: Kernel,
+    width: Width,
+) -> (u64, Vec<u64>) {
     let id = |g: &Group| g.leader.0;
     let mut sorted: Vec<usize> = (0..groups.len()).collect();
     match order {
@@ -247,19 +341,43 @@ fn pack_with(groups: &[Group], alignment: u64, order: Order, kernel: Kernel) -> 
         }),
         Order::Start => sorted.sort_by_key(|&g| (groups[g].own.0, id(&groups[g]))),
     }
+    let narrow = width == Width::Narrow;
+    narrow
+        .then(|| place::<u32>(groups, &sorted, alignment.max(1), alignment, kernel))
+        .flatten()
+        // In bytes: unit 1, and the alignment saturates as it always did.
+        .unwrap_or_else(|| {
+            place::<u64>(groups, &sorted, 1, alignment, kernel).expect("every u64 fits")
+        })
+}
+
+/// Places the groups in `sorted` order with columns of `W`, offsets in units
+/// of `unit` bytes (1, or the alignment: every offset is a multiple of it);
+/// `None` as soon as a value does not fit in `W`.
+fn place<W: Word>(
+    groups: &[Group],
+    sorted: &[usize],
+    unit: u64,
+    alignment: u64,
+    kernel: Kernel,
+) -> Option<(u64, Vec<u64>)> {
+    let vector = kernel != Kernel::Scalar && W::vector_exact(groups, alignment);
+    let width = if vector { W::LANES } else { 1 };
     let align = |x: u64| match alignment {
         0 | 1 => x,
         a => x.div_ceil(a).saturating_mul(a),
     };
     let mut offsets = vec![0u64; groups.len()];
-    let mut placement = Placement::default();
+    let mut placement = Placement::<W>::new(unit);
     let mut heap_size = 0u64;
-    for g in sorted {
+    for &g in sorted {
         let group = &groups[g];
         if group.size == 0 {
             offsets[g] = 0;
             continue;
         }
+        // The vector scan compares the group's span as a `W`.
+        W::try_from(group.end).ok()?;
         let mut scan = Scan {
             group,
             offset: 0,
@@ -270,13 +388,13 @@ fn pack_with(groups: &[Group], alignment: u64, order: Order, kernel: Kernel) -> 
             let mut i = 0;
             'scan: while i < n {
                 i = clear_run(
-                    kernel,
+                    vector,
                     &placement,
                     i,
                     (group.start, group.end),
                     &mut scan.offset,
                 );
-                let stop = (i + kernel.width()).min(n);
+                let stop = (i + width).min(n);
                 while i < stop {
                     if scan.step(&placement, i) {
                         break 'scan;
@@ -293,12 +411,13 @@ fn pack_with(groups: &[Group], alignment: u64, order: Order, kernel: Kernel) -> 
             }
         }
         // The space above the highest chunk is unbounded: the last resort.
-        let chosen = scan.best.map_or(scan.offset, |(o, _)| o);
+        let chosen = scan.best.map_or(scan.offset, |(o, _)| o) * unit;
         offsets[g] = chosen;
         heap_size = heap_size.max(chosen.saturating_add(group.size));
-        placement.insert(group, chosen, align(chosen.saturating_add(group.size)));
+        let aligned_end = align(chosen.saturating_add(group.size)) / unit;
+        placement.insert(group, chosen / unit, aligned_end)?;
     }
-    (heap_size, offsets)
+    Some((heap_size, offsets))
 }
 
 #[cfg(test)]
@@ -415,11 +534,9 @@ mod tests {
 
     /// The kernels this machine can run.
     fn kernels() -> Vec<Kernel> {
-        #[allow(unused_mut)]
         let mut kernels = vec![Kernel::Scalar];
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            kernels.push(Kernel::Avx2);
+        if Kernel::detect() != Kernel::Scalar {
+            kernels.push(Kernel::detect());
         }
         kernels
     }
@@ -434,9 +551,13 @@ mod tests {
             for alignment in [1, 8, 64, 48] {
                 for order in [Order::Spatial, Order::Temporal, Order::Start] {
                     let (want_heap, want) = pack_reference(&groups, alignment, order);
-                    for kernel in kernels() {
-                        let (heap, offsets) = pack_with(&groups, alignment, order, kernel);
-                        let at = format!("round {round}, alignment {alignment}, {kernel:?}");
+                    for (kernel, width) in kernels()
+                        .into_iter()
+                        .flat_map(|k| [(k, Width::Narrow), (k, Width::Wide)])
+                    {
+                        let (heap, offsets) = pack_with(&groups, alignment, order, kernel, width);
+                        let at =
+                            format!("round {round}, alignment {alignment}, {kernel:?}, {width:?}");
                         assert_eq!(heap, want_heap, "{at}");
                         for (g, group) in groups.iter().enumerate() {
                             if group.size > 0 {
@@ -450,15 +571,23 @@ mod tests {
     }
 
     #[test]
-    fn the_vector_scan_is_chosen_only_where_its_signed_compares_are_exact() {
+    fn values_too_wide_for_a_scan_fall_back_to_one_that_is_exact() {
         let mut rng = Rng(7);
         let mut groups = random_groups(&mut rng, 50, 100);
-        let best = kernels().last().copied().unwrap();
-        assert_eq!(Kernel::pick(&groups, 64), best);
-        // Sizes adding up past 2^63 bytes: offsets could pass it too.
+        assert!(u64::vector_exact(&groups, 64));
+        // Offsets past 2^32 units of 64 bytes: the 32-bit columns give up
+        // and the packing starts over in 64-bit ones.
+        groups[0].size = 1 << 40;
+        groups[1].size = 1 << 40;
+        groups[2].size = (1 << 39) + 8;
+        let (want_heap, want) = pack_reference(&groups, 64, Order::Spatial);
+        assert!(want_heap > 64 << 32);
+        assert_eq!(pack(&groups, 64, Order::Spatial), (want_heap, want));
+        // Sizes adding up past 2^63 bytes: the signed 64-bit vector compares
+        // could be wrong, so the scalar scan runs.
         groups[0].size = 1 << 62;
         groups[1].size = 1 << 62;
-        assert_eq!(Kernel::pick(&groups, 64), Kernel::Scalar);
+        assert!(!u64::vector_exact(&groups, 64));
         let (heap, offsets) = pack(&groups, 64, Order::Spatial);
         assert_eq!((heap, offsets), pack_reference(&groups, 64, Order::Spatial));
     }

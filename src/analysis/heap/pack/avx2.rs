@@ -1,30 +1,90 @@
-//! [`super::clear_run`] four chunks at a time, with AVX2.
+//! [`super::clear_run`] with AVX2: eight chunks at a time in 32-bit columns,
+//! four in 64-bit ones.
 //!
-//! For four chunks in offset order, with `running` the end of the occupied
-//! space before them: a chunk that is alive opens a gap if it starts above
-//! both `running` and the ends of the alive chunks before it among the four.
-//! Those ends are an exclusive prefix maximum, two shifts and two maxima
-//! within the register, independent of `running`: the only value carried
-//! from one four to the next is `running`, one scalar maximum.
+//! For the chunks of one register, in offset order, with `running` the end of
+//! the occupied space before them: a chunk that is alive opens a gap if it
+//! starts above both `running` and the ends of the alive chunks before it in
+//! the register. Those ends are an exclusive prefix maximum, a few shifts and
+//! maxima within the register, independent of `running`: the only value
+//! carried from one register to the next is `running`, one scalar maximum.
 //!
-//! The compares are signed (AVX2 has no unsigned 64-bit compare), which
-//! `Kernel::pick` makes exact: it chooses this kernel only when every offset,
-//! end and time of the packing stays below 2^63.
+//! The 32-bit compares are unsigned (`a <= b` is `max(a, b) == b`). The
+//! 64-bit ones are signed (AVX2 has no unsigned 64-bit compare or maximum),
+//! which `Word::vector_exact` makes exact: that width takes this path only
+//! when every offset, end and time of the packing stays below 2^63.
 
 use std::arch::x86_64::{
-    __m256i, _mm256_andnot_si256, _mm256_blend_epi32, _mm256_blendv_epi8, _mm256_castsi256_pd,
-    _mm256_cmpgt_epi64, _mm256_extract_epi64, _mm256_loadu_si256, _mm256_movemask_pd,
-    _mm256_or_si256, _mm256_permute4x64_epi64, _mm256_set1_epi64x, _mm256_setzero_si256,
+    __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_blend_epi32, _mm256_blendv_epi8,
+    _mm256_castsi256_pd, _mm256_castsi256_ps, _mm256_cmpeq_epi32, _mm256_cmpgt_epi64,
+    _mm256_extract_epi32, _mm256_extract_epi64, _mm256_loadu_si256, _mm256_max_epu32,
+    _mm256_movemask_pd, _mm256_movemask_ps, _mm256_or_si256, _mm256_permute4x64_epi64,
+    _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32,
+    _mm256_setzero_si256, _mm256_slli_si256,
 };
 
 use super::Placement;
+
+/// As [`super::clear_run_scalar`], eight entries at a time; stops at the
+/// first eight that hold a gap's opening (the exact step takes those eight),
+/// or where fewer than eight remain. Every value and the span fit in 32 bits
+/// (the caller chose this width for that).
+#[target_feature(enable = "avx2")]
+pub(super) fn clear_run_u32(
+    placement: &Placement<u32>,
+    mut i: usize,
+    span: (u64, u64),
+    offset: &mut u64,
+) -> usize {
+    let (n, columns) = (placement.len(), placement.columns());
+    let splat = |x: u64| _mm256_set1_epi32(x as u32 as i32);
+    let (start, end) = (splat(span.0), splat(span.1));
+    let zero = _mm256_setzero_si256();
+    let (third, back_one) = (
+        _mm256_set1_epi32(3),
+        _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6),
+    );
+    let mut running = *offset as u32;
+    while i + 8 <= n {
+        // SAFETY: `i + 8 <= n` and every column has `n` elements; unaligned loads.
+        let [starts, ends, offsets, aligned_ends] =
+            columns.map(|c| unsafe { _mm256_loadu_si256(c.as_ptr().add(i).cast::<__m256i>()) });
+        // Alive: starts by the group's end and ends from its start on.
+        let alive = _mm256_and_si256(at_most(starts, end), at_most(start, ends));
+        let alive_ends = _mm256_and_si256(alive, aligned_ends);
+        // Within each half: [e0, max(e0,e1), max(e0..e2), max(e0..e3)].
+        let halves = _mm256_max_epu32(alive_ends, _mm256_slli_si256::<4>(alive_ends));
+        let halves = _mm256_max_epu32(halves, _mm256_slli_si256::<8>(halves));
+        // The low half's maximum carried into the high half.
+        let low =
+            _mm256_blend_epi32::<0b0000_1111>(_mm256_permutevar8x32_epi32(halves, third), zero);
+        let through = _mm256_max_epu32(halves, low);
+        // Shifted by one lane: the ends before each chunk.
+        let shifted =
+            _mm256_blend_epi32::<0b0000_0001>(_mm256_permutevar8x32_epi32(through, back_one), zero);
+        let before = _mm256_max_epu32(shifted, _mm256_set1_epi32(running as i32));
+        let stop = _mm256_andnot_si256(at_most(offsets, before), alive);
+        if _mm256_movemask_ps(_mm256_castsi256_ps(stop)) != 0 {
+            break;
+        }
+        running = running.max(_mm256_extract_epi32::<7>(through) as u32);
+        i += 8;
+    }
+    *offset = u64::from(running);
+    i
+}
+
+/// Lane by lane, unsigned: all ones where `a <= b`.
+#[target_feature(enable = "avx2")]
+fn at_most(a: __m256i, b: __m256i) -> __m256i {
+    _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), b)
+}
 
 /// As [`super::clear_run_scalar`], four entries at a time; stops at the first
 /// four that hold a gap's opening (the exact step takes those four), or where
 /// fewer than four remain.
 #[target_feature(enable = "avx2")]
-pub(super) fn clear_run(
-    placement: &Placement,
+pub(super) fn clear_run_u64(
+    placement: &Placement<u64>,
     mut i: usize,
     span: (u64, u64),
     offset: &mut u64,
@@ -47,15 +107,15 @@ pub(super) fn clear_run(
         );
         let alive_ends = _mm256_andnot_si256(dead, aligned_ends);
         // [e0, max(e0,e1), max(e0..e2), max(e0..e3)], then shifted by one lane.
-        let pairs = max(alive_ends, shift_one(alive_ends, zero));
-        let through = max(
+        let pairs = max_i64(alive_ends, shift_one(alive_ends, zero));
+        let through = max_i64(
             pairs,
             _mm256_blend_epi32::<0b0000_1111>(
                 _mm256_permute4x64_epi64::<0b01_00_00_00>(pairs),
                 zero,
             ),
         );
-        let before = max(shift_one(through, zero), _mm256_set1_epi64x(running as i64));
+        let before = max_i64(shift_one(through, zero), _mm256_set1_epi64x(running as i64));
         let stop = _mm256_andnot_si256(dead, _mm256_cmpgt_epi64(offsets, before));
         if _mm256_movemask_pd(_mm256_castsi256_pd(stop)) != 0 {
             break;
@@ -75,6 +135,6 @@ fn shift_one(x: __m256i, zero: __m256i) -> __m256i {
 
 /// Lane by lane, signed.
 #[target_feature(enable = "avx2")]
-fn max(a: __m256i, b: __m256i) -> __m256i {
+fn max_i64(a: __m256i, b: __m256i) -> __m256i {
     _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b))
 }
