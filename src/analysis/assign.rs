@@ -9,8 +9,9 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap as HashMap;
+mod reusable;
 
+use self::reusable::Reusable;
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
@@ -496,6 +497,10 @@ fn find_reusable(
         .filter_map(|v| check.ranges[v.index()])
         .map(|r| (r, check.buckets.touched(r)))
         .collect();
+    let mut touched = Mask::default();
+    for &(_, t) in &ranges {
+        touched.add(t);
+    }
     let may_fit = |a_color: u64, screen: &Screen| {
         a_color == color
             && !ranges
@@ -508,40 +513,11 @@ fn find_reusable(
             let allocation = &allocations[a];
             allocation.reusable && may_fit(allocation.color, &occupancy[a].screen()) && fits(a)
         }),
-        Candidates::Reusable(reusable) => reusable
-            .ids
-            .iter()
-            .zip(&reusable.screens)
-            .rev()
-            .find(|&(&a, (a_color, screen))| may_fit(*a_color, screen) && fits(a))
-            .map(|(&a, _)| a),
-    }
-}
-
-/// The allocations a buffer may join at all, oldest first, with each one's
-/// color and [`Screen`] side by side: each buffer of a training step scans
-/// thousands of them, and reading two structs per candidate (its
-/// `Allocation` and `Occupancy`) cost a cache miss each.
-#[derive(Default)]
-struct Reusable {
-    ids: Vec<usize>,
-    screens: Vec<(u64, Screen)>,
-    /// Where each allocation is in `ids`.
-    position: HashMap<usize, usize>,
-}
-
-impl Reusable {
-    fn push(&mut self, a: usize, color: u64, screen: Screen) {
-        self.position.insert(a, self.ids.len());
-        self.ids.push(a);
-        self.screens.push((color, screen));
-    }
-
-    /// After a buffer joined allocation `a`.
-    fn refresh(&mut self, a: usize, screen: Screen) {
-        if let Some(&k) = self.position.get(&a) {
-            self.screens[k].1 = screen;
-        }
+        // Those whose values live through none of the buckets `b` touches
+        // (the rest fail `may_fit`), tested in full.
+        Candidates::Reusable(reusable) => reusable.find_newest(touched, |a, a_color, screen| {
+            may_fit(a_color, screen) && fits(a)
+        }),
     }
 }
 

@@ -46,7 +46,10 @@ pub struct Screen {
     covered: Mask,
 }
 
-/// The program's time cut into 256 buckets of equal width.
+/// How many [`Buckets`] the program's time is cut into.
+pub const BUCKETS: usize = 256;
+
+/// The program's time cut into [`BUCKETS`] buckets of equal width.
 #[derive(Clone, Copy)]
 pub struct Buckets {
     width: u32,
@@ -59,7 +62,7 @@ pub struct Mask([u64; 4]);
 impl Buckets {
     pub fn new(program_end: u32) -> Buckets {
         Buckets {
-            width: program_end / 256 + 1,
+            width: program_end / BUCKETS as u32 + 1,
         }
     }
 
@@ -96,10 +99,22 @@ impl Mask {
         self.0.iter().zip(other.0).any(|(a, b)| a & b != 0)
     }
 
-    fn add(&mut self, other: Mask) {
+    pub fn add(&mut self, other: Mask) {
         for (a, b) in self.0.iter_mut().zip(other.0) {
             *a |= b;
         }
+    }
+
+    /// The buckets in the set, in order.
+    pub fn buckets(self) -> impl Iterator<Item = usize> {
+        (0..self.0.len()).flat_map(move |w| {
+            let mut word = self.0[w];
+            std::iter::from_fn(move || {
+                let bit = (word != 0).then(|| word.trailing_zeros() as usize)?;
+                word &= word - 1;
+                Some(64 * w + bit)
+            })
+        })
     }
 }
 
@@ -132,17 +147,7 @@ impl Occupancy {
             let Some(r) = ranges[v.index()] else {
                 continue;
             };
-            let screen = &mut self.screen;
-            if screen.tail.is_none_or(|t| r.end > t.end) {
-                screen.tail = Some(r);
-            }
-            if screen
-                .head
-                .is_none_or(|h| r.start < h.start || (r.start == h.start && r.end > h.end))
-            {
-                screen.head = Some(r);
-            }
-            screen.covered.add(self.buckets.covered(r));
+            self.screen.record(self.buckets, r);
             let key = u64::from(r.start)..u64::from(r.end) + 1;
             match self.ranges.get_mut(key.clone()) {
                 Some(values) => values.push(v),
@@ -155,6 +160,25 @@ impl Occupancy {
 }
 
 impl Screen {
+    /// The buckets one value here lives through.
+    pub fn covered(&self) -> Mask {
+        self.covered
+    }
+
+    /// Takes in the range of a value added to the allocation.
+    pub fn record(&mut self, buckets: Buckets, r: LiveRange) {
+        if self.tail.is_none_or(|t| r.end > t.end) {
+            self.tail = Some(r);
+        }
+        if self
+            .head
+            .is_none_or(|h| r.start < h.start || (r.start == h.start && r.end > h.end))
+        {
+            self.head = Some(r);
+        }
+        self.covered.add(buckets.covered(r));
+    }
+
     /// Whether `r` (which has a step in the buckets `touched`) overlaps a
     /// value here without either ending where the other starts, as far as
     /// the first and last values and the covered buckets tell: then it
