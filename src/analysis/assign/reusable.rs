@@ -33,7 +33,7 @@ impl Reusable {
         self.position.insert(a, k);
         self.ids.push(a);
         self.screens.push((color, screen));
-        if k % 64 == 0 {
+        if k.is_multiple_of(64) {
             self.through.push([0; BUCKETS]);
         }
         self.mark(k, screen.covered());
