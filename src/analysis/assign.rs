@@ -9,6 +9,8 @@
 
 use std::collections::BTreeSet;
 
+use rustc_hash::FxHashSet as HashSet;
+
 mod reusable;
 
 use self::reusable::Reusable;
@@ -150,7 +152,8 @@ pub fn assign(
         )
     });
 
-    let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
+    // A set: a training step donates thousands of parameters.
+    let aliased_params: HashSet<u64> = aliases.iter().map(|a| a.parameter).collect();
     // Live ranges of what each allocation holds, for the interference check.
     let mut occupancy: Vec<Occupancy> = Vec::new();
     // Reusable allocations a buffer living to the program's end may still

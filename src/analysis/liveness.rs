@@ -3,7 +3,7 @@
 
 use super::dataflow::{Dataflow, ValueId};
 use super::schedule::Schedule;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::target::Target;
@@ -41,7 +41,8 @@ pub fn live_ranges(
         }
     }
     let n = schedule.len();
-    let aliased_params: Vec<u64> = aliases.iter().map(|a| a.parameter).collect();
+    // A set: a training step donates thousands of parameters.
+    let aliased_params: HashSet<u64> = aliases.iter().map(|a| a.parameter).collect();
     let is_root = |id: crate::hlo::InstrId| module.comp(module.instr(id).computation).root == id;
     let span_end =
         |id: crate::hlo::InstrId| schedule.span[module.instr(id).computation.index()].map(|s| s.1);

@@ -5,6 +5,7 @@
 //! - or the output is computed elsewhere and copied into the donated buffer at
 //!   the end, because the op that makes it cannot write over its own input.
 
+use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
 
 use super::{Finding, InstrRef};
@@ -273,10 +274,12 @@ fn branches(module: &Module, cond: InstrId, path: &[u64]) -> Vec<Branch> {
 pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     let entry = module.entry();
     let root = entry.root;
-    let root_operands: Vec<InstrId> = if module.instr(root).opcode == Opcode::Tuple {
-        module.instr(root).operands.clone()
+    // A set: a training step returns thousands of outputs, and each copy of
+    // each donated parameter is looked up here.
+    let root_operands: HashSet<InstrId> = if module.instr(root).opcode == Opcode::Tuple {
+        module.instr(root).operands.iter().copied().collect()
     } else {
-        vec![root]
+        HashSet::from_iter([root])
     };
     let mut findings = Vec::new();
     let outputs = NodeIndex::new(&module.instr(root).shape);
