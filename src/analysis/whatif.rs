@@ -11,6 +11,9 @@
 //! `params[1]['w']` runs before the update in the schedule XLA picked, yet it is
 //! not an ancestor of the update, so the donated build copies the weight first.
 
+use rustc_hash::FxHashMap as HashMap;
+
+use super::dataflow::{post_order, LocalIndex};
 use crate::hlo::{CompId, InstrId, Module, Opcode};
 
 /// Why donating `param` to the output written by `writer` needs a copy: the
@@ -18,47 +21,130 @@ use crate::hlo::{CompId, InstrId, Module, Opcode};
 /// parameter and is not an ancestor of `writer` (through operands and control
 /// predecessors). `None`: no copy is needed.
 pub fn copy_needed_by(module: &Module, param: InstrId, writer: InstrId) -> Option<InstrId> {
-    let comp = module.instr(param).computation;
-    let readers: Vec<InstrId> = module
-        .comp(comp)
-        .instructions
+    copies_needed(module, &[(param, writer)])[0]
+}
+
+/// [`copy_needed_by`] for many (parameter, writer) pairs at once: a training
+/// step that donates nothing asks it of thousands of parameters, and one
+/// search of the whole program per parameter made that quadratic.
+pub fn copies_needed(module: &Module, asks: &[(InstrId, InstrId)]) -> Vec<Option<InstrId>> {
+    // Each asked parameter's readers, in its computation's order, from one
+    // pass over the computations involved.
+    let mut readers: HashMap<InstrId, Vec<InstrId>> =
+        asks.iter().map(|&(p, _)| (p, Vec::new())).collect();
+    let mut comps: Vec<CompId> = asks
         .iter()
-        .copied()
-        .filter(|&i| module.instr(i).operands.contains(&param))
+        .map(|&(p, _)| module.instr(p).computation)
         .collect();
-    if readers.is_empty() {
-        return None;
+    comps.sort_unstable();
+    comps.dedup();
+    for comp in comps {
+        for &i in &module.comp(comp).instructions {
+            let operands = &module.instr(i).operands;
+            for (k, o) in operands.iter().enumerate() {
+                if !operands[..k].contains(o) {
+                    if let Some(list) = readers.get_mut(o) {
+                        list.push(i);
+                    }
+                }
+            }
+        }
     }
-    not_ordered_before(module, &readers, writer)
-        .first()
-        .copied()
+    let asks: Vec<(&[InstrId], InstrId)> = asks
+        .iter()
+        .map(|(p, w)| (readers[p].as_slice(), *w))
+        .collect();
+    unordered(module, &asks)
+        .into_iter()
+        .map(|blocking| blocking.first().copied())
+        .collect()
 }
 
 /// Of `readers`, those that are not ancestors of `writer`: the reads that
 /// copy insertion cannot prove to happen before the write.
 pub fn not_ordered_before(module: &Module, readers: &[InstrId], writer: InstrId) -> Vec<InstrId> {
-    let ancestors = ancestors(module, writer);
-    readers
-        .iter()
-        .copied()
-        .filter(|&r| r != writer && !ancestors[r.index()])
-        .collect()
+    unordered(module, &[(readers, writer)]).remove(0)
 }
 
-/// Every instruction `id` depends on, as a flag per instruction id.
-fn ancestors(module: &Module, id: InstrId) -> Vec<bool> {
-    let mut seen = vec![false; module.instructions.len()];
-    let mut stack = vec![id];
-    while let Some(x) = stack.pop() {
-        let instr = module.instr(x);
-        for &next in instr.operands.iter().chain(&instr.control_predecessors) {
-            if !seen[next.index()] {
-                seen[next.index()] = true;
-                stack.push(next);
+/// [`not_ordered_before`] of each (readers, writer) pair, in order.
+///
+/// Which readers are ancestors of which writers is found 64 readers at a
+/// time: one pass over each writer's computation, operands before users, ORs
+/// into each instruction the bits of the readers it depends on (or is). A
+/// reader outside the writer's computation is never its ancestor.
+fn unordered(module: &Module, asks: &[(&[InstrId], InstrId)]) -> Vec<Vec<InstrId>> {
+    // is_ancestor[ask][k]: whether reader k of that ask is an ancestor of its writer.
+    let mut is_ancestor: Vec<Vec<bool>> = asks.iter().map(|(r, _)| vec![false; r.len()]).collect();
+    let mut comps: Vec<CompId> = asks
+        .iter()
+        .map(|&(_, w)| module.instr(w).computation)
+        .collect();
+    comps.sort_unstable();
+    comps.dedup();
+    for comp in comps {
+        let c = module.comp(comp);
+        let local = LocalIndex::new(&c.instructions);
+        let order: Vec<usize> = post_order(module, &c.instructions, c.root)
+            .into_iter()
+            .filter_map(|id| local.get(id))
+            .collect();
+        // Every (ask, reader) of this computation, by the reader's position.
+        let mut wanted: Vec<(usize, usize, usize, usize)> = Vec::new(); // (reader, writer, ask, k)
+        for (a, &(readers, writer)) in asks.iter().enumerate() {
+            if module.instr(writer).computation != comp {
+                continue;
+            }
+            let w = local
+                .get(writer)
+                .expect("a computation holds its instructions");
+            for (k, &r) in readers.iter().enumerate() {
+                if let Some(r) = local.get(r) {
+                    wanted.push((r, w, a, k));
+                }
+            }
+        }
+        let mut distinct: Vec<usize> = wanted.iter().map(|&(r, ..)| r).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        wanted.sort_unstable();
+        let mut masks = vec![0u64; c.instructions.len()];
+        let mut next = 0;
+        for batch in distinct.chunks(64) {
+            masks.fill(0);
+            for (bit, &r) in batch.iter().enumerate() {
+                masks[r] |= 1 << bit;
+            }
+            for &x in &order {
+                let instr = module.instr(c.instructions[x]);
+                let reached = instr
+                    .operands
+                    .iter()
+                    .chain(&instr.control_predecessors)
+                    .filter_map(|&o| local.get(o))
+                    .fold(masks[x], |m, o| m | masks[o]);
+                masks[x] = reached;
+            }
+            let last = *batch.last().expect("chunks are not empty");
+            while let Some(&(r, w, a, k)) = wanted.get(next).filter(|&&(r, ..)| r <= last) {
+                let bit = batch
+                    .binary_search(&r)
+                    .expect("every wanted reader is in a batch");
+                is_ancestor[a][k] = masks[w] >> bit & 1 == 1;
+                next += 1;
             }
         }
     }
-    seen
+    asks.iter()
+        .zip(is_ancestor)
+        .map(|(&(readers, writer), ancestor)| {
+            readers
+                .iter()
+                .zip(ancestor)
+                .filter(|&(&r, ancestor)| r != writer && !ancestor)
+                .map(|(&r, _)| r)
+                .collect()
+        })
+        .collect()
 }
 
 /// The module with a copy of each of `params` (entry parameters) scheduled

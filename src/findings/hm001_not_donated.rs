@@ -145,6 +145,13 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
         )
     });
 
+    // Which parameters XLA would copy, asked of all candidates at once.
+    let parameter = |c: &Candidate| module.entry().parameters[c.parameter as usize];
+    let asks: Vec<(InstrId, InstrId)> = groups
+        .iter()
+        .flat_map(|(_, members)| members.iter().map(|c| (parameter(c), c.producer)))
+        .collect();
+    let mut copy_readers = whatif::copies_needed(module, &asks).into_iter();
     let mut aliases = module.header.input_output_alias.clone();
     // Parameters XLA would copy before donating them (see `analysis::whatif`).
     let mut copied: Vec<InstrId> = Vec::new();
@@ -160,8 +167,9 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
         }));
         let mut copy_reasons = Vec::new();
         for c in &members {
-            let p = module.entry().parameters[c.parameter as usize];
-            if let Some(reader) = whatif::copy_needed_by(module, p, c.producer) {
+            let p = parameter(c);
+            let reader = copy_readers.next().expect("one answer per candidate");
+            if let Some(reader) = reader {
                 copied.push(p);
                 copy_reasons.push((c.parameter, p, reader, c.producer));
             }
