@@ -713,13 +713,13 @@ pub fn post_order(module: &Module, instructions: &[InstrId], root: InstrId) -> V
 /// instructions sit side by side in the arena (recreated get-tuple-elements
 /// after all of them), so a table over their id range replaces a hash map:
 /// the entry of a training step has tens of thousands.
-pub(crate) struct LocalIndex {
+struct LocalIndex {
     first: u32,
     slots: Vec<u32>,
 }
 
 impl LocalIndex {
-    pub(crate) fn new(instructions: &[InstrId]) -> LocalIndex {
+    fn new(instructions: &[InstrId]) -> LocalIndex {
         let first = instructions.iter().map(|id| id.0).min().unwrap_or(0);
         let last = instructions.iter().map(|id| id.0).max().unwrap_or(0);
         let span = if instructions.is_empty() {
@@ -734,7 +734,7 @@ impl LocalIndex {
         LocalIndex { first, slots }
     }
 
-    pub(crate) fn get(&self, id: InstrId) -> Option<usize> {
+    fn get(&self, id: InstrId) -> Option<usize> {
         let slot = *self.slots.get(id.0.checked_sub(self.first)? as usize)?;
         (slot != u32::MAX).then_some(slot as usize)
     }

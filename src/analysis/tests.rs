@@ -317,9 +317,9 @@ fn donation_copies_for_many_parameters_at_once() {
 }
 
 /// The batched form against a plain search of each writer's ancestors, on a
-/// random program: 40 parameters, 400 instructions reading two earlier ones
-/// each (some ordered by a control predecessor too), each parameter asked
-/// about with several writers.
+/// random program: 100 parameters, 800 instructions reading a parameter and
+/// an earlier instruction each (some ordered by a control predecessor too),
+/// each parameter asked about with three writers.
 #[test]
 fn donation_copies_at_once_agree_with_a_search_per_writer() {
     let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -329,13 +329,14 @@ fn donation_copies_at_once_agree_with_a_search_per_writer() {
         seed ^= seed << 17;
         (seed % n as u64) as usize
     };
-    let (params, n) = (40, 440);
+    let (params, n) = (100, 900);
     let mut text = String::from("HloModule m, is_scheduled=true\n\nENTRY %e {\n");
     for i in 0..params {
         text += &format!("  %i{i} = f32[4]{{0}} parameter({i})\n");
     }
     for i in params..n {
-        let (a, b) = (below(i), below(i));
+        // Half the reads are of parameters: hundreds of readers, several batches.
+        let (a, b) = (below(params), below(i));
         let ordered = if below(10) == 0 {
             format!(", control-predecessors={{%i{}}}", below(i))
         } else {
@@ -375,16 +376,28 @@ fn donation_copies_at_once_agree_with_a_search_per_writer() {
         .flat_map(|p| (0..3).map(move |k| (p, k)))
         .map(|(p, _)| (id(p), id(params + below(n - params))))
         .collect();
+    let readers = |p| -> Vec<_> {
+        let entry = m.entry().instructions.iter().copied();
+        entry
+            .filter(|&r| m.instr(r).operands.contains(&p))
+            .collect()
+    };
     let answers = whatif::copies_needed(&m, &asks);
-    for (&(p, w), answer) in asks.iter().zip(answers) {
+    let lists: Vec<_> = asks.iter().map(|&(p, w)| (readers(p), w)).collect();
+    let lists: Vec<_> = lists.iter().map(|(r, w)| (r.as_slice(), *w)).collect();
+    let blocking = whatif::not_ordered_before_each(&m, &lists);
+    for ((&(p, w), answer), blocking) in asks.iter().zip(answers).zip(blocking) {
         let before = ancestors(w);
-        let want = m
-            .entry()
-            .instructions
-            .iter()
-            .copied()
-            .find(|&r| m.instr(r).operands.contains(&p) && r != w && !before.contains(&r));
-        assert_eq!(answer, want, "parameter {p:?}, writer {w:?}");
+        let want: Vec<_> = readers(p)
+            .into_iter()
+            .filter(|&r| r != w && !before.contains(&r))
+            .collect();
+        assert_eq!(blocking, want, "parameter {p:?}, writer {w:?}");
+        assert_eq!(
+            answer,
+            want.first().copied(),
+            "parameter {p:?}, writer {w:?}"
+        );
     }
 }
 

@@ -13,7 +13,6 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::dataflow::{post_order, LocalIndex};
 use crate::hlo::{CompId, InstrId, Module, Opcode};
 
 /// Why donating `param` to the output written by `writer` needs a copy: the
@@ -54,7 +53,7 @@ pub fn copies_needed(module: &Module, asks: &[(InstrId, InstrId)]) -> Vec<Option
         .iter()
         .map(|(p, w)| (readers[p].as_slice(), *w))
         .collect();
-    unordered(module, &asks)
+    not_ordered_before_each(module, &asks)
         .into_iter()
         .map(|blocking| blocking.first().copied())
         .collect()
@@ -63,75 +62,49 @@ pub fn copies_needed(module: &Module, asks: &[(InstrId, InstrId)]) -> Vec<Option
 /// Of `readers`, those that are not ancestors of `writer`: the reads that
 /// copy insertion cannot prove to happen before the write.
 pub fn not_ordered_before(module: &Module, readers: &[InstrId], writer: InstrId) -> Vec<InstrId> {
-    unordered(module, &[(readers, writer)]).remove(0)
+    not_ordered_before_each(module, &[(readers, writer)]).remove(0)
 }
 
 /// [`not_ordered_before`] of each (readers, writer) pair, in order.
 ///
 /// Which readers are ancestors of which writers is found 64 readers at a
-/// time: one pass over each writer's computation, operands before users, ORs
-/// into each instruction the bits of the readers it depends on (or is). A
-/// reader outside the writer's computation is never its ancestor.
-fn unordered(module: &Module, asks: &[(&[InstrId], InstrId)]) -> Vec<Vec<InstrId>> {
-    // is_ancestor[ask][k]: whether reader k of that ask is an ancestor of its writer.
-    let mut is_ancestor: Vec<Vec<bool>> = asks.iter().map(|(r, _)| vec![false; r.len()]).collect();
-    let mut comps: Vec<CompId> = asks
+/// time: a search from the writers through operands and control
+/// predecessors ORs into each instruction it reaches the bits of the readers
+/// that instruction depends on (or is), operands first. One search serves
+/// every writer of a batch, so thousands of parameters cost a few passes
+/// over the program, and a single question no more than the writer's
+/// ancestors.
+pub(crate) fn not_ordered_before_each(
+    module: &Module,
+    asks: &[(&[InstrId], InstrId)],
+) -> Vec<Vec<InstrId>> {
+    // (reader, ask, k): reader k of ask `ask`, by reader.
+    let mut wanted: Vec<(InstrId, usize, usize)> = asks
         .iter()
-        .map(|&(_, w)| module.instr(w).computation)
+        .enumerate()
+        .flat_map(|(a, (readers, _))| readers.iter().enumerate().map(move |(k, &r)| (r, a, k)))
         .collect();
-    comps.sort_unstable();
-    comps.dedup();
-    for comp in comps {
-        let c = module.comp(comp);
-        let local = LocalIndex::new(&c.instructions);
-        let order: Vec<usize> = post_order(module, &c.instructions, c.root)
-            .into_iter()
-            .filter_map(|id| local.get(id))
-            .collect();
-        // Every (ask, reader) of this computation, by the reader's position.
-        let mut wanted: Vec<(usize, usize, usize, usize)> = Vec::new(); // (reader, writer, ask, k)
-        for (a, &(readers, writer)) in asks.iter().enumerate() {
-            if module.instr(writer).computation != comp {
-                continue;
-            }
-            let w = local
-                .get(writer)
-                .expect("a computation holds its instructions");
-            for (k, &r) in readers.iter().enumerate() {
-                if let Some(r) = local.get(r) {
-                    wanted.push((r, w, a, k));
-                }
-            }
+    wanted.sort_unstable();
+    let mut distinct: Vec<InstrId> = wanted.iter().map(|&(r, ..)| r).collect();
+    distinct.dedup();
+    let mut is_ancestor: Vec<Vec<bool>> = asks.iter().map(|(r, _)| vec![false; r.len()]).collect();
+    let mut search = Search {
+        module,
+        masks: vec![0; module.instructions.len()],
+        state: vec![State::New; module.instructions.len()],
+    };
+    let mut wanted = wanted.into_iter().peekable();
+    for batch in distinct.chunks(64) {
+        search.masks.fill(0);
+        search.state.fill(State::New);
+        for (bit, &r) in batch.iter().enumerate() {
+            search.masks[r.index()] |= 1 << bit;
         }
-        let mut distinct: Vec<usize> = wanted.iter().map(|&(r, ..)| r).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        wanted.sort_unstable();
-        let mut masks = vec![0u64; c.instructions.len()];
-        let mut next = 0;
-        for batch in distinct.chunks(64) {
-            masks.fill(0);
-            for (bit, &r) in batch.iter().enumerate() {
-                masks[r] |= 1 << bit;
-            }
-            for &x in &order {
-                let instr = module.instr(c.instructions[x]);
-                let reached = instr
-                    .operands
-                    .iter()
-                    .chain(&instr.control_predecessors)
-                    .filter_map(|&o| local.get(o))
-                    .fold(masks[x], |m, o| m | masks[o]);
-                masks[x] = reached;
-            }
-            let last = *batch.last().expect("chunks are not empty");
-            while let Some(&(r, w, a, k)) = wanted.get(next).filter(|&&(r, ..)| r <= last) {
-                let bit = batch
-                    .binary_search(&r)
-                    .expect("every wanted reader is in a batch");
-                is_ancestor[a][k] = masks[w] >> bit & 1 == 1;
-                next += 1;
-            }
+        let last = *batch.last().expect("chunks are not empty");
+        while let Some((r, a, k)) = wanted.next_if(|&(r, ..)| r <= last) {
+            let writer = asks[a].1;
+            let bit = batch.binary_search(&r).expect("every reader is in a batch");
+            is_ancestor[a][k] = search.reach(writer) >> bit & 1 == 1;
         }
     }
     asks.iter()
@@ -145,6 +118,61 @@ fn unordered(module: &Module, asks: &[(&[InstrId], InstrId)]) -> Vec<Vec<InstrId
                 .collect()
         })
         .collect()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+    New,
+    /// On the search's path (seeing it again would mean a cycle).
+    Open,
+    Done,
+}
+
+/// The search of [`not_ordered_before_each`]: `masks[x]`, once `x` is done, holds the
+/// bits of the readers among `x` and its ancestors.
+struct Search<'m> {
+    module: &'m Module,
+    masks: Vec<u64>,
+    state: Vec<State>,
+}
+
+impl Search<'_> {
+    fn reach(&mut self, from: InstrId) -> u64 {
+        let preds = |x: InstrId| {
+            let instr = self.module.instr(x);
+            instr.operands.len() + instr.control_predecessors.len()
+        };
+        let mut stack: Vec<(InstrId, usize)> = Vec::new();
+        if self.state[from.index()] == State::New {
+            self.state[from.index()] = State::Open;
+            stack.push((from, 0));
+        }
+        while let Some(&mut (x, ref mut next)) = stack.last_mut() {
+            if *next < preds(x) {
+                let instr = self.module.instr(x);
+                let p = match instr.operands.get(*next) {
+                    Some(&p) => p,
+                    None => instr.control_predecessors[*next - instr.operands.len()],
+                };
+                *next += 1;
+                if self.state[p.index()] == State::New {
+                    self.state[p.index()] = State::Open;
+                    stack.push((p, 0));
+                }
+            } else {
+                let instr = self.module.instr(x);
+                let mask = instr
+                    .operands
+                    .iter()
+                    .chain(&instr.control_predecessors)
+                    .fold(self.masks[x.index()], |m, p| m | self.masks[p.index()]);
+                self.masks[x.index()] = mask;
+                self.state[x.index()] = State::Done;
+                stack.pop();
+            }
+        }
+        self.masks[from.index()]
+    }
 }
 
 /// The module with a copy of each of `params` (entry parameters) scheduled
