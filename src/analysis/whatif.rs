@@ -59,13 +59,9 @@ pub fn copies_needed(module: &Module, asks: &[(InstrId, InstrId)]) -> Vec<Option
         .collect()
 }
 
-/// Of `readers`, those that are not ancestors of `writer`: the reads that
-/// copy insertion cannot prove to happen before the write.
-pub fn not_ordered_before(module: &Module, readers: &[InstrId], writer: InstrId) -> Vec<InstrId> {
-    not_ordered_before_each(module, &[(readers, writer)]).remove(0)
-}
-
-/// [`not_ordered_before`] of each (readers, writer) pair, in order.
+/// For each (readers, writer) pair, in order: the readers that are not
+/// ancestors of the writer (through operands and control predecessors), the
+/// reads that copy insertion cannot prove to happen before the write.
 ///
 /// Which readers are ancestors of which writers is found 64 readers at a
 /// time: a search from the writers through operands and control
@@ -74,7 +70,7 @@ pub fn not_ordered_before(module: &Module, readers: &[InstrId], writer: InstrId)
 /// every writer of a batch, so thousands of parameters cost a few passes
 /// over the program, and a single question no more than the writer's
 /// ancestors.
-pub(crate) fn not_ordered_before_each(
+pub fn not_ordered_before_each(
     module: &Module,
     asks: &[(&[InstrId], InstrId)],
 ) -> Vec<Vec<InstrId>> {

@@ -12,7 +12,7 @@ use super::{Finding, InstrRef};
 use crate::analysis::assign::AllocationKind;
 use crate::analysis::dataflow::NodeIndex;
 use crate::analysis::{whatif, MemoryModel};
-use crate::hlo::{InstrId, Module, Opcode};
+use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
 
 /// Bytes of a buffer that lives in the temp block (or any allocation that is not
@@ -282,6 +282,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         HashSet::from_iter([root])
     };
     let mut findings = Vec::new();
+    let mut saved_copies: Vec<SavedCopies> = Vec::new();
     let outputs = NodeIndex::new(&module.instr(root).shape);
     for alias in &module.header.input_output_alias {
         let Some(&param) = entry.parameters.get(alias.parameter as usize) else {
@@ -323,30 +324,15 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             // In the order they run.
             readers.sort_by_key(|&r| (model.schedule.time(r), r));
             readers.dedup();
-            // The reads that force the copy: copy insertion decides before the
-            // schedule exists, so a read that is not an ancestor of the write may
-            // come after it, even if XLA's schedule then runs it first.
-            let blocking = whatif::not_ordered_before(module, &readers, producer);
-            let evidence = Evidence {
-                parameter: alias.parameter,
-                argument: module.op_name(param),
-                output_index: alias.output_index.clone(),
-                bytes: saved,
-                how: Copied::OldValueSaved {
-                    writer: InstrRef::of(module, producer),
-                    copies: copies.iter().map(|&c| InstrRef::of(module, c)).collect(),
-                    readers: readers.iter().map(|&r| InstrRef::of(module, r)).collect(),
-                    blocking: blocking
-                        .iter()
-                        .map(|&r| module.instr(r).name.clone())
-                        .collect(),
-                },
-            };
-            let mut f = Finding::new(super::Evidence::DonationCopied(evidence), saved)
-                .at(module, copies[0])
-                .parameter(module, alias.parameter);
-            f.output_index = Some(alias.output_index.clone());
-            findings.push(f);
+            saved_copies.push(SavedCopies {
+                alias,
+                param,
+                producer,
+                saved,
+                copies,
+                readers,
+                at: findings.len(),
+            });
             continue;
         }
 
@@ -385,5 +371,51 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
             }
         }
     }
+    // The reads that force each copy: copy insertion decides before the
+    // schedule exists, so a read that is not an ancestor of the write may
+    // come after it, even if XLA's schedule then runs it first. Asked of all
+    // donations at once (one search of the program).
+    let asks: Vec<(&[InstrId], InstrId)> = saved_copies
+        .iter()
+        .map(|s| (s.readers.as_slice(), s.producer))
+        .collect();
+    let blocking = whatif::not_ordered_before_each(module, &asks);
+    // In the donations' order among the other findings.
+    for (s, blocking) in saved_copies.iter().zip(blocking).rev() {
+        let evidence = Evidence {
+            parameter: s.alias.parameter,
+            argument: module.op_name(s.param),
+            output_index: s.alias.output_index.clone(),
+            bytes: s.saved,
+            how: Copied::OldValueSaved {
+                writer: InstrRef::of(module, s.producer),
+                copies: s.copies.iter().map(|&c| InstrRef::of(module, c)).collect(),
+                readers: s.readers.iter().map(|&r| InstrRef::of(module, r)).collect(),
+                blocking: blocking
+                    .iter()
+                    .map(|&r| module.instr(r).name.clone())
+                    .collect(),
+            },
+        };
+        let mut f = Finding::new(super::Evidence::DonationCopied(evidence), s.saved)
+            .at(module, s.copies[0])
+            .parameter(module, s.alias.parameter);
+        f.output_index = Some(s.alias.output_index.clone());
+        findings.insert(s.at, f);
+    }
     findings
+}
+
+/// A donation whose old value is saved by copies, waiting for the question
+/// of which reads force them.
+struct SavedCopies<'m> {
+    alias: &'m IoAlias,
+    param: InstrId,
+    producer: InstrId,
+    saved: u64,
+    copies: Vec<InstrId>,
+    /// In the order they run.
+    readers: Vec<InstrId>,
+    /// Where its finding goes among the others.
+    at: usize,
 }
