@@ -183,6 +183,10 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
         .modules
         .iter()
         .any(|m| m.verification.as_ref().is_some_and(|v| !v.agrees()));
+    // The process ends here: the system takes its memory back at once, where
+    // freeing a big report's allocations one by one cost time at the very
+    // end of the run (a few milliseconds on 192 layers).
+    std::mem::forget(report);
     if failed {
         EXIT_INPUT_ERROR
     } else if disagrees {
