@@ -5,6 +5,12 @@ use super::dataflow::ValueId;
 use super::*;
 use crate::hlo::Module;
 
+/// The id of the instruction called `name`.
+fn instr_named(m: &Module, name: &str) -> crate::hlo::InstrId {
+    let at = m.instructions.iter().position(|i| i.name == name);
+    crate::hlo::InstrId(at.expect(name) as u32)
+}
+
 fn parse(text: &str) -> Module {
     crate::parse_text("test_cpu_after_optimizations.txt", text)
         .unwrap_or_else(|e| panic!("{}", e.render(false)))
@@ -298,14 +304,7 @@ fn donation_copies_for_many_parameters_at_once() {
     let shapes = vec!["f32[4]{0}"; n].join(", ");
     text += &format!("  ROOT %t = ({shapes}) tuple({})\n}}\n", outputs.join(", "));
     let m = parse(&text);
-    let id = |name: &str| {
-        crate::hlo::InstrId(
-            m.instructions
-                .iter()
-                .position(|i| i.name == name)
-                .expect(name) as u32,
-        )
-    };
+    let id = |name: &str| instr_named(&m, name);
     let asks: Vec<_> = (0..n)
         .map(|i| (id(&format!("p_{i}")), id(&format!("u_{i}"))))
         .collect();
@@ -346,15 +345,7 @@ fn donation_copies_at_once_agree_with_a_search_per_writer() {
     }
     text += &format!("  ROOT %t = f32[4]{{0}} negate(%i{})\n}}\n", n - 1);
     let m = parse(&text);
-    let id = |i: usize| {
-        let name = format!("i{i}");
-        crate::hlo::InstrId(
-            m.instructions
-                .iter()
-                .position(|x| x.name == name)
-                .expect("named") as u32,
-        )
-    };
+    let id = |i: usize| instr_named(&m, &format!("i{i}"));
     let ancestors = |w: crate::hlo::InstrId| {
         let mut seen = std::collections::HashSet::new();
         let mut stack = vec![w];
@@ -418,14 +409,7 @@ fn donation_needs_a_copy_when_a_reader_is_not_an_ancestor_of_the_write() {
            ROOT %t = (f32[64]{0}, f32[64]{0}) tuple(%update, %back)\n\
          }\n",
     );
-    let id = |name: &str| {
-        crate::hlo::InstrId(
-            m.instructions
-                .iter()
-                .position(|i| i.name == name)
-                .expect(name) as u32,
-        )
-    };
+    let id = |name: &str| instr_named(&m, name);
     let (w, update) = (id("w"), id("update"));
     assert_eq!(whatif::copy_needed_by(&m, w, update), Some(id("back")));
     assert_eq!(whatif::copy_needed_by(&m, id("x"), id("fwd")), None);
