@@ -79,6 +79,9 @@ pub fn not_ordered_before_each(
         .iter()
         .enumerate()
         .flat_map(|(a, (readers, _))| readers.iter().enumerate().map(move |(k, &r)| (r, a, k)))
+        // A fusion body's instruction (parsed on demand) is no ancestor of an
+        // instruction outside it, nor has one here: its id indexes no table.
+        .filter(|&(r, a, _)| !r.is_deferred() && !asks[a].1.is_deferred())
         .collect();
     wanted.sort_unstable();
     let mut distinct: Vec<InstrId> = wanted.iter().map(|&(r, ..)| r).collect();
