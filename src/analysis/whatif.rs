@@ -39,12 +39,11 @@ pub fn copies_needed(module: &Module, asks: &[(InstrId, InstrId)]) -> Vec<Option
     comps.dedup();
     for comp in comps {
         for &i in &module.comp(comp).instructions {
-            let operands = &module.instr(i).operands;
-            for (k, o) in operands.iter().enumerate() {
-                if !operands[..k].contains(o) {
-                    if let Some(list) = readers.get_mut(o) {
-                        list.push(i);
-                    }
+            for o in &module.instr(i).operands {
+                // Once per reader, however often it reads the parameter.
+                match readers.get_mut(o) {
+                    Some(list) if list.last() != Some(&i) => list.push(i),
+                    _ => {}
                 }
             }
         }
