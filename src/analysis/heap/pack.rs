@@ -341,7 +341,10 @@ fn pack_with(
         }),
         Order::Start => sorted.sort_by_key(|&g| (groups[g].own.0, id(&groups[g]))),
     }
-    let narrow = width == Width::Narrow;
+    // With a unit below 2^32, an aligned end that saturated at 2^64 bytes
+    // (the pipeline refuses such modules) never fits in 32 bits of units, so
+    // the packing falls back to bytes and saturates exactly as before.
+    let narrow = width == Width::Narrow && alignment < 1 << 32;
     narrow
         .then(|| place::<u32>(groups, &sorted, alignment.max(1), alignment, kernel))
         .flatten()
@@ -583,6 +586,12 @@ mod tests {
         let (want_heap, want) = pack_reference(&groups, 64, Order::Spatial);
         assert!(want_heap > 64 << 32);
         assert_eq!(pack(&groups, 64, Order::Spatial), (want_heap, want));
+        // An alignment of 2^33 bytes: packed in bytes from the start.
+        let huge = 1 << 33;
+        assert_eq!(
+            pack(&groups, huge, Order::Temporal),
+            pack_reference(&groups, huge, Order::Temporal)
+        );
         // Sizes adding up past 2^63 bytes: the signed 64-bit vector compares
         // could be wrong, so the scalar scan runs.
         groups[0].size = 1 << 62;
