@@ -154,16 +154,16 @@ impl Dataflow {
             in_place: sharing::InPlacePairs::find(module),
             graph,
             values: Vec::new(),
-            value_of: vec![Vec::new(); module.instructions.len()],
+            value_of: vec![Vec::new(); module.instr_count()],
             merges: Vec::new(),
-            evaluated: vec![false; module.computations.len()],
+            evaluated: vec![false; module.comp_count()],
         };
         b.evaluate(module.entry, None);
         // Computations not reached through the entry's control flow (reducers,
         // fusion bodies read) define their own parameters. Deferred bodies
         // hold no values XLA's buffer assignment places.
-        for ci in 0..module.computations.len() {
-            if !b.evaluated[ci] && module.computations[ci].deferred.is_none() {
+        for ci in 0..module.comp_count() {
+            if !b.evaluated[ci] && module.shell(CompId(ci as u32)).deferred.is_none() {
                 b.evaluate(CompId(ci as u32), None);
             }
         }
@@ -509,9 +509,9 @@ impl Builder<'_> {
         let module = self.module;
         // Renumber values like XLA: computations in file order (callees first),
         // instructions in post-order, nodes in pre-order.
-        let mut rank = vec![u32::MAX; module.instructions.len()];
+        let mut rank = vec![u32::MAX; module.instr_count()];
         let mut next = 0u32;
-        for comp in &module.computations {
+        for (_, comp) in module.shells() {
             for id in post_order(module, comp.instructions.as_slice(), comp.root) {
                 rank[id.index()] = next;
                 next += 1;

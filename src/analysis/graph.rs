@@ -45,30 +45,29 @@ pub struct ModuleGraph {
 
 impl ModuleGraph {
     pub fn build(module: &Module) -> ModuleGraph {
-        let n = module.instructions.len();
+        let n = module.instr_count();
         let edges = module
-            .instructions
-            .iter()
-            .map(|i| i.operands.len() + i.called.len())
+            .instrs()
+            .map(|(_, i)| i.operands.len() + i.called.len())
             .sum();
-        let mut graph = DiGraph::with_capacity(n + module.computations.len(), edges);
+        let mut graph = DiGraph::with_capacity(n + module.comp_count(), edges);
         for i in 0..n {
             graph.add_node(Node::Instruction(InstrId(i as u32)));
         }
-        for c in 0..module.computations.len() {
+        for c in 0..module.comp_count() {
             graph.add_node(Node::Computation(CompId(c as u32)));
         }
-        for (i, instr) in module.instructions.iter().enumerate() {
+        for (i, instr) in module.instrs() {
             for (k, operand) in instr.operands.iter().enumerate() {
                 graph.add_edge(
                     NodeIndex::new(operand.index()),
-                    NodeIndex::new(i),
+                    NodeIndex::new(i.index()),
                     Edge::Operand(k as u32),
                 );
             }
             for &(role, callee) in &instr.called {
                 graph.add_edge(
-                    NodeIndex::new(i),
+                    NodeIndex::new(i.index()),
                     NodeIndex::new(n + callee.index()),
                     Edge::Calls(role),
                 );
@@ -76,7 +75,7 @@ impl ModuleGraph {
         }
         let mut g = ModuleGraph {
             graph,
-            kinds: vec![CompKind::Unreachable; module.computations.len()],
+            kinds: vec![CompKind::Unreachable; module.comp_count()],
         };
         g.classify(module);
         g
@@ -125,7 +124,7 @@ impl ModuleGraph {
             // A deferred body is not parsed for this: the computations it
             // calls were read by its structural check. Inside a fusion body
             // a `calls=` is a nested fusion, anything else thread-local.
-            if let Some(k) = module.computations[comp.index()].deferred {
+            if let Some(k) = module.shell(comp).deferred {
                 for &(role, callee) in module.deferred.calls(k) {
                     let callee_kind = match role {
                         CallRole::Calls => CompKind::Fused,

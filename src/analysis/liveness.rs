@@ -32,10 +32,10 @@ pub fn live_ranges(
     // Newer libtpu starts an async computation's result at the async-start.
     let mut async_start_of: HashMap<InstrId, InstrId> = HashMap::default();
     if target.async_result_starts_at_start() {
-        for (i, instr) in module.instructions.iter().enumerate() {
+        for (i, instr) in module.instrs() {
             if instr.opcode == Opcode::AsyncStart {
                 for &(_, callee) in instr.called.iter() {
-                    async_start_of.insert(module.comp(callee).root, InstrId(i as u32));
+                    async_start_of.insert(module.comp(callee).root, i);
                 }
             }
         }

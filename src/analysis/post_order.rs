@@ -12,17 +12,17 @@ use crate::hlo::{CompId, InstrId, Module};
 /// Position of each instruction, for the computations `counted` accepts;
 /// `u32::MAX` for the others.
 pub fn positions(module: &Module, counted: impl Fn(CompId) -> bool) -> Vec<u32> {
-    let mut position = vec![u32::MAX; module.instructions.len()];
+    let mut position = vec![u32::MAX; module.instr_count()];
     let mut next = 0u32;
     let mut computations = call_graph_post_order(module);
     computations.reverse();
-    let mut users = vec![0u32; module.instructions.len()];
-    for instr in &module.instructions {
+    let mut users = vec![0u32; module.instr_count()];
+    for (_, instr) in module.instrs() {
         for op in &instr.operands {
             users[op.index()] += 1;
         }
     }
-    let mut visited = vec![false; module.instructions.len()];
+    let mut visited = vec![false; module.instr_count()];
     for comp in computations.into_iter().filter(|&c| counted(c)) {
         for &start in &module.comp(comp).instructions {
             if users[start.index()] > 0 || visited[start.index()] {
@@ -71,13 +71,14 @@ pub fn positions(module: &Module, counted: impl Fn(CompId) -> bool) -> Vec<u32> 
 /// Computations in call-graph post-order (callees before callers), starting
 /// from every computation nobody calls, in module order (`CallGraph::VisitNodes`).
 fn call_graph_post_order(module: &Module) -> Vec<CompId> {
-    let n = module.computations.len();
+    let n = module.comp_count();
     let mut callees: Vec<Vec<CompId>> = vec![Vec::new(); n];
     let mut called = vec![false; n];
     // Each computation's callees once, in first-call order. An unrolled entry
     // calls tens of thousands of fusion bodies: a set, not a scan per call.
     let mut seen: rustc_hash::FxHashSet<(usize, CompId)> = Default::default();
-    for (ci, comp) in module.computations.iter().enumerate() {
+    for (c, comp) in module.shells() {
+        let ci = c.index();
         for &id in &comp.instructions {
             for &(_, callee) in module.instr(id).called.iter() {
                 if seen.insert((ci, callee)) {

@@ -20,11 +20,11 @@ pub struct Schedule {
 impl Schedule {
     pub fn build(module: &Module, graph: &ModuleGraph) -> Schedule {
         let mut schedule = Schedule {
-            order: Vec::with_capacity(module.instructions.len()),
-            time: vec![None; module.instructions.len()],
-            span: vec![None; module.computations.len()],
+            order: Vec::with_capacity(module.instr_count()),
+            time: vec![None; module.instr_count()],
+            span: vec![None; module.comp_count()],
         };
-        let mut visited = vec![false; module.computations.len()];
+        let mut visited = vec![false; module.comp_count()];
         schedule.flatten(module, graph, module.entry, &mut visited);
         schedule
     }

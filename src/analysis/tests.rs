@@ -7,8 +7,8 @@ use crate::hlo::Module;
 
 /// The id of the instruction called `name`.
 fn instr_named(m: &Module, name: &str) -> crate::hlo::InstrId {
-    let at = m.instructions.iter().position(|i| i.name == name);
-    crate::hlo::InstrId(at.expect(name) as u32)
+    let at = m.instrs().find(|(_, i)| i.name == name);
+    at.expect(name).0
 }
 
 fn parse(text: &str) -> Module {
@@ -17,12 +17,7 @@ fn parse(text: &str) -> Module {
 }
 
 fn value_of(module: &Module, model: &MemoryModel, name: &str, node: usize) -> ValueId {
-    let id = module
-        .instructions
-        .iter()
-        .position(|i| i.name == name)
-        .expect(name);
-    model.dataflow.value_of[id][node]
+    model.dataflow.value_of[instr_named(module, name).index()][node]
 }
 
 fn same_buffer(module: &Module, model: &MemoryModel, a: &str, b: &str) -> bool {
@@ -415,18 +410,22 @@ fn donation_needs_a_copy_when_a_reader_is_not_an_ancestor_of_the_write() {
     assert_eq!(whatif::copy_needed_by(&m, id("x"), id("fwd")), None);
 
     let copied = whatif::with_parameter_copies(&m, &[w]);
-    let copy = crate::hlo::InstrId(m.instructions.len() as u32);
-    assert_eq!(copied.instr(copy).opcode, crate::hlo::Opcode::Copy);
-    assert_eq!(copied.instr(copy).operands, vec![w]);
-    // Scheduled right after the parameters; every reader now reads the copy.
-    assert_eq!(copied.entry().instructions[2], copy);
+    // The parameter moves to a new id; its old id, which every reader names,
+    // is now the copy, scheduled right after the parameters.
+    let moved = crate::hlo::InstrId(m.instr_count() as u32);
+    assert_eq!(copied.instr_count(), m.instr_count() + 1);
+    assert_eq!(copied.instr(moved).opcode, crate::hlo::Opcode::Parameter);
+    assert_eq!(copied.entry().parameters[0], moved);
+    assert_eq!(copied.instr(w).opcode, crate::hlo::Opcode::Copy);
+    assert_eq!(copied.instr(w).operands, vec![moved]);
+    assert_eq!(copied.entry().instructions[..3], [moved, id("x"), w]);
     for reader in ["fwd", "back", "update"] {
-        let r = copied.instr(id(reader));
-        assert!(
-            r.operands.contains(&copy) && !r.operands.contains(&w),
-            "{reader}"
-        );
+        assert!(copied.instr(id(reader)).operands.contains(&w), "{reader}");
     }
+    // A view: the module itself is untouched.
+    assert_eq!(m.instr(w).opcode, crate::hlo::Opcode::Parameter);
+    assert_eq!(m.entry().parameters[0], w);
+    assert_eq!(m.instr_count() + 1, copied.instr_count());
 }
 
 /// `must_not_live_out` on TPU: libtpu 0.0.42 lets a temporary move into an

@@ -269,7 +269,7 @@ fn compare_live_ranges(
     lr: &crate::xla_report::XlaLiveRanges,
     v: &mut Verification,
 ) {
-    if module.instructions.iter().any(|i| i.synthetic) {
+    if module.instrs().any(|(_, i)| i.synthetic) {
         v.notes.push(
             "live ranges not compared: the dump leaves out get-tuple-elements (compact `%t#i` operands), so logical \
              times differ from XLA's by design"

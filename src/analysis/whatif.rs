@@ -13,7 +13,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::hlo::{CompId, InstrId, Module, Opcode};
+use crate::hlo::{CompId, Edits, InstrId, Module, Opcode};
 
 /// Why donating `param` to the output written by `writer` needs a copy: the
 /// first instruction (in schedule order) other than `writer` that reads the
@@ -88,8 +88,8 @@ pub fn not_ordered_before_each(
     let mut is_ancestor: Vec<Vec<bool>> = asks.iter().map(|(r, _)| vec![false; r.len()]).collect();
     let mut search = Search {
         module,
-        masks: vec![0; module.instructions.len()],
-        state: vec![State::New; module.instructions.len()],
+        masks: vec![0; module.instr_count()],
+        state: vec![State::New; module.instr_count()],
     };
     let mut wanted = wanted.into_iter().peekable();
     for batch in distinct.chunks(64) {
@@ -176,45 +176,56 @@ impl Search<'_> {
 /// The module with a copy of each of `params` (entry parameters) scheduled
 /// right after the parameters, every reader in the entry reading the copy, as
 /// XLA's donated build has it (`%copy.3 = f32[4096,4096] copy(%params_1_w)`).
+///
+/// A view, not a copy of the module: the parameter moves to a new id and its
+/// old id becomes the copy, so the readers, which name the old id, read the
+/// copy without being rewritten. The edits are two instructions per
+/// parameter and the entry's order, whatever the size of the program.
 pub fn with_parameter_copies(module: &Module, params: &[InstrId]) -> Module {
-    let mut m = module.clone();
     if params.is_empty() {
-        return m;
+        return module.clone();
     }
-    let entry: CompId = m.entry;
-    let mut copy_of: Vec<Option<InstrId>> = vec![None; m.instructions.len()];
-    let mut copies = Vec::with_capacity(params.len());
+    let mut edits = Edits::new(module);
+    let mut entry = module.entry().clone();
+    // After the last parameter, before anything that could read one.
+    let after = entry
+        .instructions
+        .iter()
+        .rposition(|&i| module.instr(i).opcode == Opcode::Parameter)
+        .map_or(0, |p| p + 1);
+    let mut moved_to: HashMap<InstrId, InstrId> = HashMap::default();
     for &p in params {
-        let id = InstrId(m.instructions.len() as u32);
-        let mut copy = m.instr(p).clone();
+        let parameter = module.instr(p);
+        let moved = edits.add(parameter.clone());
+        moved_to.insert(p, moved);
+        let number = parameter
+            .parameter_number
+            .expect("a donated entry parameter");
+        entry.parameters[number as usize] = moved;
+        if entry.root == p {
+            // The program returns the parameter itself, not a read of it.
+            entry.root = moved;
+        }
+        let mut copy = parameter.clone();
         copy.name = format!("{}.donation_copy", copy.name);
         copy.opcode = Opcode::Copy;
-        copy.operands = vec![p];
+        copy.operands = vec![moved];
         copy.parameter_number = None;
         copy.called = Box::default();
         copy.control_predecessors = Box::default();
         copy.output_to_operand_aliasing = Box::default();
         copy.attributes = Box::default();
         copy.synthetic = true;
-        m.instructions.push(copy);
-        copy_of[p.index()] = Some(id);
-        copies.push(id);
+        edits.replace(p, copy);
     }
-    let order = m.computations[entry.index()].instructions.clone();
-    for &i in &order {
-        for op in &mut m.instructions[i.index()].operands {
-            if let Some(Some(c)) = copy_of.get(op.index()) {
-                *op = *c;
-            }
+    for slot in &mut entry.instructions {
+        if let Some(&moved) = moved_to.get(slot) {
+            *slot = moved;
         }
     }
-    // After the last parameter, before anything that could read one.
-    let after = order
-        .iter()
-        .rposition(|&i| m.instr(i).opcode == Opcode::Parameter)
-        .map_or(0, |p| p + 1);
-    m.computations[entry.index()]
+    entry
         .instructions
-        .splice(after..after, copies);
-    m
+        .splice(after..after, params.iter().copied());
+    edits.set_entry(entry);
+    module.with_edits(edits)
 }

@@ -450,7 +450,7 @@ impl Deferred {
         )?;
         for (i, instr) in instructions.iter().enumerate() {
             for &(role, callee) in instr.called.iter() {
-                let nested = module.computations[callee.index()].deferred;
+                let nested = module.shell(callee).deferred;
                 if let (CallRole::Calls, Some(n)) = (role, nested) {
                     if callee == body.comp {
                         return Err(Error::at(

@@ -57,13 +57,70 @@ pub struct Module {
     pub header: ModuleHeader,
     pub stack_frames: StackFrameIndex,
     /// In the file's order (callees before callers). A deferred computation's
-    /// entry here is a shell: read it through [`Module::comp`].
-    pub computations: Vec<Computation>,
-    /// The instructions of every computation that is not deferred.
-    pub instructions: Vec<Instruction>,
+    /// entry here is a shell: read it through [`Module::comp`]. Shared with
+    /// the what-if views of the module ([`Module::with_edits`]).
+    pub(super) computations: Arc<Vec<Computation>>,
+    /// The instructions of every computation that is not deferred, shared
+    /// like `computations`: read them through [`Module::instr`] and
+    /// [`Module::instrs`], which see a view's edits.
+    pub(super) instructions: Arc<Vec<Instruction>>,
     pub entry: CompId,
     /// The bodies parsed on demand.
     pub deferred: Arc<Deferred>,
+    /// A what-if view's changes to the instructions it shares (HM001's
+    /// donation copies); `None` for a module as read.
+    pub(super) edits: Option<Arc<Edits>>,
+}
+
+/// What a what-if view of a module changes: a few instructions replaced,
+/// some added (ids after the module's own), the entry computation rewritten.
+/// Everything else is the module's own, shared, so that asking "what if"
+/// costs the change, not a copy of the module.
+#[derive(Debug)]
+pub struct Edits {
+    /// The module's own instruction count: added ids start there.
+    first_added: u32,
+    replaced: rustc_hash::FxHashMap<InstrId, Instruction>,
+    added: Vec<Instruction>,
+    entry: Option<Computation>,
+}
+
+impl Edits {
+    pub fn new(module: &Module) -> Edits {
+        Edits {
+            first_added: module.instr_count() as u32,
+            replaced: Default::default(),
+            added: Vec::new(),
+            entry: None,
+        }
+    }
+
+    /// The instruction `id` is in the view (an instruction of the module).
+    pub fn replace(&mut self, id: InstrId, instr: Instruction) {
+        assert!(
+            id.0 < self.first_added,
+            "only the module's own instructions are replaced"
+        );
+        self.replaced.insert(id, instr);
+    }
+
+    /// Adds an instruction to the view; its id follows every other.
+    pub fn add(&mut self, instr: Instruction) -> InstrId {
+        self.added.push(instr);
+        InstrId(self.first_added + self.added.len() as u32 - 1)
+    }
+
+    /// The entry computation as the view has it.
+    pub fn set_entry(&mut self, entry: Computation) {
+        self.entry = Some(entry);
+    }
+
+    fn instr(&self, id: InstrId) -> Option<&Instruction> {
+        match id.0.checked_sub(self.first_added) {
+            Some(k) => self.added.get(k as usize),
+            None => self.replaced.get(&id),
+        }
+    }
 }
 
 /// What the `HloModule` line says.
@@ -192,21 +249,94 @@ pub struct OperandAlias {
 }
 
 impl Module {
+    pub(super) fn new(
+        parts: (String, Arc<SourceFile>, ModuleHeader, StackFrameIndex),
+        computations: Vec<Computation>,
+        instructions: Vec<Instruction>,
+        entry: CompId,
+        deferred: Deferred,
+    ) -> Module {
+        let (name, file, header, stack_frames) = parts;
+        Module {
+            name,
+            file,
+            header,
+            stack_frames,
+            computations: Arc::new(computations),
+            instructions: Arc::new(instructions),
+            entry,
+            deferred: Arc::new(deferred),
+            edits: None,
+        }
+    }
+
+    /// A what-if view: this module with `edits`, sharing everything else.
+    pub fn with_edits(&self, edits: Edits) -> Module {
+        assert!(self.edits.is_none(), "a view is made of a module as read");
+        Module {
+            edits: Some(Arc::new(edits)),
+            ..self.clone()
+        }
+    }
+
     pub fn instr(&self, id: InstrId) -> &Instruction {
         if id.is_deferred() {
-            self.deferred.instr(self, id)
-        } else {
-            &self.instructions[id.index()]
+            return self.deferred.instr(self, id);
         }
+        if let Some(edited) = self.edits.as_ref().and_then(|e| e.instr(id)) {
+            return edited;
+        }
+        &self.instructions[id.index()]
+    }
+
+    /// How many instructions [`Module::instr`] answers for (deferred bodies
+    /// aside): per-instruction tables have this length.
+    pub fn instr_count(&self) -> usize {
+        self.instructions.len() + self.edits.as_ref().map_or(0, |e| e.added.len())
+    }
+
+    /// Every instruction but those of deferred bodies, by id.
+    pub fn instrs(&self) -> impl Iterator<Item = (InstrId, &Instruction)> {
+        let edits = self.edits.as_deref();
+        let own = self.instructions.iter().enumerate().map(move |(i, own)| {
+            let id = InstrId(i as u32);
+            (id, edits.and_then(|e| e.replaced.get(&id)).unwrap_or(own))
+        });
+        let added = edits.into_iter().flat_map(|e| {
+            (e.first_added..)
+                .zip(&e.added)
+                .map(|(i, a)| (InstrId(i), a))
+        });
+        own.chain(added)
     }
 
     /// A computation, its body parsed first if it was deferred.
     pub fn comp(&self, id: CompId) -> &Computation {
-        let comp = &self.computations[id.index()];
+        let comp = self.shell(id);
         match comp.deferred {
             Some(k) => self.deferred.computation(self, k),
             None => comp,
         }
+    }
+
+    /// A computation as listed: for a deferred one, its shell (header, no
+    /// body), without parsing it.
+    pub fn shell(&self, id: CompId) -> &Computation {
+        if id == self.entry {
+            if let Some(entry) = self.edits.as_ref().and_then(|e| e.entry.as_ref()) {
+                return entry;
+            }
+        }
+        &self.computations[id.index()]
+    }
+
+    pub fn comp_count(&self) -> usize {
+        self.computations.len()
+    }
+
+    /// Every computation as listed ([`Module::shell`]), by id.
+    pub fn shells(&self) -> impl Iterator<Item = (CompId, &Computation)> {
+        (0..self.comp_count() as u32).map(|c| (CompId(c), self.shell(CompId(c))))
     }
 
     /// The module's text; [`Span`]s index into it.
@@ -229,7 +359,7 @@ impl Module {
     /// Instructions written in the text, deferred bodies included (recreated
     /// `get-tuple-element`s are not counted).
     pub fn instruction_count(&self) -> usize {
-        self.instructions.iter().filter(|i| !i.synthetic).count() + self.deferred.line_count()
+        self.instrs().filter(|(_, i)| !i.synthetic).count() + self.deferred.line_count()
     }
 
     /// The first error met while parsing a deferred body on demand. The

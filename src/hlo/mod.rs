@@ -59,14 +59,11 @@ fn parse(file: crate::source::SourceFile, defer: bool) -> Result<Module, crate::
             deferred,
         )
     };
-    Ok(Module {
-        name,
-        file: std::sync::Arc::new(file),
-        header,
-        stack_frames,
+    Ok(Module::new(
+        (name, std::sync::Arc::new(file), header, stack_frames),
         computations,
         instructions,
         entry,
-        deferred: std::sync::Arc::new(deferred),
-    })
+        deferred,
+    ))
 }

@@ -245,17 +245,15 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
             parameters: donated,
         });
     }
-    let op_names =
-        || (0..module.instructions.len()).filter_map(|i| module.op_name(InstrId(i as u32)));
+    let op_names = || (0..module.instr_count()).filter_map(|i| module.op_name(InstrId(i as u32)));
     let training_evidence = op_names().find(|o| o.contains("transpose(") || o.contains("jvp("));
     let remat_evidence = op_names()
         .find(|o| o.contains("checkpoint") || o.contains("remat"))
         .or_else(|| {
             module
-                .instructions
-                .iter()
-                .find(|i| i.name.contains(".remat"))
-                .map(|i| i.name.clone())
+                .instrs()
+                .find(|(_, i)| i.name.contains(".remat"))
+                .map(|(_, i)| i.name.clone())
         });
     DumpLinks {
         module: module.name.clone(),
@@ -272,11 +270,7 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
 /// Every instruction's shape as the messages print it, indexed by `InstrId`,
 /// so each is formatted once rather than once per message buffer.
 fn plain_shapes(module: &Module) -> Vec<String> {
-    module
-        .instructions
-        .iter()
-        .map(|i| plain(&i.shape))
-        .collect()
+    module.instrs().map(|(_, i)| plain(&i.shape)).collect()
 }
 
 /// Message buffers whose shape appears nowhere in the module.

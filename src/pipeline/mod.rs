@@ -367,7 +367,7 @@ fn check_sizes(module: &Module, target: &target::Target) -> Result<(), Error> {
         )
     };
     let mut sum: u64 = 0;
-    for instr in &module.instructions {
+    for (_, instr) in module.instrs() {
         if !target.sizes_fit(&instr.shape) {
             return Err(error(
                 instr,

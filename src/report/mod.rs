@@ -339,7 +339,7 @@ impl ModuleReport {
             })
             .collect();
         let mut unknown_opcodes = BTreeMap::new();
-        for instr in &module.instructions {
+        for (_, instr) in module.instrs() {
             if !instr.opcode.is_known() {
                 *unknown_opcodes
                     .entry(instr.opcode.as_str().to_string())
@@ -356,7 +356,7 @@ impl ModuleReport {
             notes: Vec::new(),
             file: module.path().display().to_string(),
             scheduled: module.header.is_scheduled,
-            computations: module.computations.len(),
+            computations: module.comp_count(),
             instructions: module.instruction_count(),
             num_partitions: module.header.num_partitions,
             replica_count: module.header.replica_count,

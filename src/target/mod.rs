@@ -152,7 +152,7 @@ impl Target {
             .entry_layout
             .iter()
             .flat_map(|p| p.parameters.iter().chain(std::iter::once(&p.result)))
-            .chain(module.instructions.iter().map(|i| &*i.shape))
+            .chain(module.instrs().map(|(_, i)| &*i.shape))
             .find(|s| has_tiles(s))
         {
             return Target {

@@ -254,17 +254,15 @@ fn corpus_external_tpu_memory_spaces_equal_xla() {
             let module = hlomem::load_module(&hlo).unwrap();
             let target = hlomem::target::Target::detect(&module);
             let model = hlomem::analysis::analyze(&module, &target);
-            let by_name: std::collections::HashMap<&str, usize> = module
-                .instructions
-                .iter()
-                .enumerate()
+            let by_name: std::collections::HashMap<&str, hlomem::hlo::InstrId> = module
+                .instrs()
                 .map(|(i, instr)| (instr.name.as_str(), i))
                 .collect();
             let spaces: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
             for (instr, indices) in spaces.as_object().unwrap() {
                 let id = by_name[instr.as_str()];
-                let shape = &module.instructions[id].shape;
+                let shape = &module.instr(id).shape;
                 for (index, color) in indices.as_object().unwrap() {
                     let Some(color) = color.as_u64() else {
                         continue; // "thread-local"
@@ -275,7 +273,8 @@ fn corpus_external_tpu_memory_spaces_equal_xla() {
                         .map(|s| s.parse().unwrap())
                         .collect();
                     let node = hlomem::analysis::dataflow::node_of(shape, &index).unwrap();
-                    let value = &model.dataflow.values[model.dataflow.value_of[id][node].index()];
+                    let value =
+                        &model.dataflow.values[model.dataflow.value_of[id.index()][node].index()];
                     let defining = module
                         .instr(value.instr)
                         .shape

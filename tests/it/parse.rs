@@ -106,7 +106,10 @@ fn windows_line_endings_and_execution_threads() {
         "HloModule m\r\n\r\n%host (x: f32[]) -> f32[] {\r\n  ROOT %x = f32[] parameter(0)\r\n}, execution_thread=\"host\"\r\n\r\n\
          ENTRY %e (x: f32[]) -> f32[] {\r\n  %x = f32[] parameter(0)\r\n  ROOT %c = f32[] call(%x), to_apply=%host\r\n}\r\n",
     );
-    assert_eq!(m.computations[0].execution_thread.as_deref(), Some("host"));
+    assert_eq!(
+        m.shell(hlomem::hlo::CompId(0)).execution_thread.as_deref(),
+        Some("host")
+    );
     assert_eq!(m.instr(m.entry_root()).name, "c");
 }
 

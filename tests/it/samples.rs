@@ -231,7 +231,7 @@ fn before_optimizations_files_parse_too() {
         ));
         let module = hlomem::load_module(&before).unwrap();
         assert!(!module.header.is_scheduled, "{}", before.display());
-        assert!(!module.instructions.is_empty());
+        assert!(module.instr_count() > 0);
     }
 }
 

@@ -22,7 +22,7 @@ pub(super) struct Node(u32);
 
 impl<'m> Fused<'m> {
     pub(super) fn of(module: &'m Module, comp: CompId) -> Fused<'m> {
-        match module.computations[comp.index()].deferred {
+        match module.shell(comp).deferred {
             Some(k) if !module.deferred.is_parsed(k) => Fused::Lines(module, k),
             _ => Fused::Parsed(module, comp),
         }

@@ -108,7 +108,7 @@ pub fn read_sharing_queries(
         let Some(comp) = fused_computation(module, id) else {
             return;
         };
-        if module.computations[comp.index()].deferred.is_none() {
+        if module.shell(comp).deferred.is_none() {
             return;
         }
         let instr = module.instr(id);
@@ -148,8 +148,8 @@ pub fn read_sharing_queries(
 /// Fusion instructions of the computations parsed at load.
 fn parsed_fusions(module: &Module) -> impl Iterator<Item = InstrId> + '_ {
     module
-        .computations
-        .iter()
+        .shells()
+        .map(|(_, c)| c)
         .filter(|c| c.deferred.is_none())
         .flat_map(|c| c.instructions.iter().copied())
         .filter(|&id| module.instr(id).opcode == Opcode::Fusion)
@@ -165,7 +165,7 @@ fn fused_computation(module: &Module, id: InstrId) -> Option<CompId> {
 fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
     // Only these roots lead to an in-place op; others need no body. And a
     // body whose text spells no in-place opcode has none.
-    if let Some(k) = module.computations[comp.index()].deferred {
+    if let Some(k) = module.shell(comp).deferred {
         let deferred = &module.deferred;
         if !deferred.body_mentions(module, k, "dynamic-update-slice(")
             && !deferred.body_mentions(module, k, "scatter(")
