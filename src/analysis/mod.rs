@@ -130,6 +130,37 @@ pub fn analyze(module: &Module, target: &Target) -> MemoryModel {
 /// The accounting as if the entry's input/output aliasing were `aliases`:
 /// what donating (or not donating) parameters would change (a what-if).
 pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
+    let (schedule, dataflow, ranges, assignment) = account(module, target, aliases);
+    let mut totals = totals_of(&assignment, target);
+    let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
+    totals.live_peak_bytes = peak
+        .timeline
+        .get(peak.time as usize)
+        .map_or(0, |k| k.iter().copied().fold(0u64, u64::saturating_add));
+    MemoryModel {
+        target: target.clone(),
+        schedule,
+        dataflow,
+        ranges,
+        assignment,
+        totals,
+        peak,
+    }
+}
+
+/// [`analyze_with_aliases`]'s total, without the live peak and the tables a
+/// report reads: the one number HM001's what-ifs ask for.
+pub fn total_bytes_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> u64 {
+    let (.., assignment) = account(module, target, aliases);
+    totals_of(&assignment, target).total_bytes
+}
+
+/// Dataflow, live ranges and buffer assignment, in that order.
+fn account(
+    module: &Module,
+    target: &Target,
+    aliases: &[IoAlias],
+) -> (Schedule, Dataflow, Vec<Option<LiveRange>>, Assignment) {
     let graph = ModuleGraph::build(module);
     let schedule = Schedule::build(module, &graph);
     let dataflow = Dataflow::build(module, &graph, aliases, target);
@@ -140,6 +171,11 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
         || assign::assign(module, aliases, &graph, &dataflow, &ranges, target),
         || sharing::read_sharing_queries(target, module, &dataflow, &ranges),
     );
+    (schedule, dataflow, ranges, assignment)
+}
+
+/// The allocations' bytes, by kind and by memory space (the live peak aside).
+fn totals_of(assignment: &Assignment, target: &Target) -> Totals {
     let mut totals = Totals {
         by_space: vec![SpaceBytes {
             color: 0,
@@ -180,20 +216,7 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
     totals.by_space.sort_by_key(|s| s.color);
     totals.device_bytes = totals.by_space.first().map_or(0, |s| s.bytes);
     totals.total_exact = totals.by_space.iter().all(|s| s.exact || s.bytes == 0);
-    let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
-    totals.live_peak_bytes = peak
-        .timeline
-        .get(peak.time as usize)
-        .map_or(0, |k| k.iter().copied().fold(0u64, u64::saturating_add));
-    MemoryModel {
-        target: target.clone(),
-        schedule,
-        dataflow,
-        ranges,
-        assignment,
-        totals,
-        peak,
-    }
+    totals
 }
 
 /// The moment the most device memory (the default space: HBM on TPU) is in

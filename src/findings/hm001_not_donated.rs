@@ -174,14 +174,8 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
                 copy_reasons.push((c.parameter, p, reader, c.producer));
             }
         }
-        let after = if copied.is_empty() {
-            analysis::analyze_with_aliases(module, &model.target, &aliases)
-        } else {
-            let donated = whatif::with_parameter_copies(module, &copied);
-            analysis::analyze_with_aliases(&donated, &model.target, &aliases)
-        }
-        .totals
-        .total_bytes;
+        let donated = whatif::with_parameter_copies(module, &copied);
+        let after = analysis::total_bytes_with_aliases(&donated, &model.target, &aliases);
         if after >= total {
             // XLA already packs temporaries into these outputs, or the copies
             // it would keep cost as much: donating saves nothing.
