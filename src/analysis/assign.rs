@@ -76,12 +76,9 @@ pub fn assign(
         .buffers
         .iter()
         .map(|b| {
-            b.values.iter().any(|v| {
-                dataflow.values[v.index()]
-                    .positions
-                    .iter()
-                    .any(|(i, _)| *i == entry_root)
-            })
+            b.values
+                .iter()
+                .any(|&v| dataflow.positions(v).iter().any(|(i, _)| *i == entry_root))
         })
         .collect();
     let comp_kind =
@@ -482,7 +479,7 @@ fn find_reusable(
             continue;
         }
         for &operand in &module.instr(value.instr).operands {
-            let Some(&ov) = dataflow.value_of[operand.index()].first() else {
+            let Some(&ov) = dataflow.value_of(operand).first() else {
                 continue;
             };
             if let Some(a) = allocation_of[dataflow.values[ov.index()].buffer.index()] {

@@ -11,6 +11,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::graph::{CompKind, ModuleGraph};
+use super::lists::Lists;
 use super::sharing;
 use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Shape};
 use crate::target::Target;
@@ -41,10 +42,6 @@ pub struct Value {
     pub index: Vec<u64>,
     pub size: u64,
     pub is_phi: bool,
-    /// Every (instruction, node) whose output is this value.
-    pub positions: Vec<(InstrId, u32)>,
-    /// Every (user, operand number) that reads it.
-    pub uses: Vec<(InstrId, u32)>,
     pub buffer: BufferId,
 }
 
@@ -60,9 +57,31 @@ pub struct Dataflow {
     /// Ordered like XLA's value ids: computations callees first, instructions
     /// in post-order, shape nodes in pre-order.
     pub values: Vec<Value>,
-    /// `value_of[instr][node]`
-    pub value_of: Vec<Vec<ValueId>>,
+    /// By instruction: the value at each node of its shape.
+    value_of: Lists<ValueId>,
+    /// By value: every (instruction, node) whose output it is.
+    positions: Lists<(InstrId, u32)>,
+    /// By value: every (user, operand number) that reads it.
+    uses: Lists<(InstrId, u32)>,
     pub buffers: Vec<Buffer>,
+}
+
+impl Dataflow {
+    /// `value_of(instr)[node]`: the value at each node of the instruction's
+    /// shape (none for an instruction of a body parsed on demand).
+    pub fn value_of(&self, instr: InstrId) -> &[ValueId] {
+        self.value_of.get(instr.index())
+    }
+
+    /// Every (instruction, node) whose output is `value`.
+    pub fn positions(&self, value: ValueId) -> &[(InstrId, u32)] {
+        self.positions.get(value.index())
+    }
+
+    /// Every (user, operand number) that reads `value`.
+    pub fn uses(&self, value: ValueId) -> &[(InstrId, u32)] {
+        self.uses.get(value.index())
+    }
 }
 
 fn node_count(shape: &Shape) -> usize {
@@ -188,8 +207,6 @@ impl Builder<'_> {
             index,
             size: self.target.buffer_size(shape),
             is_phi,
-            positions: Vec::new(),
-            uses: Vec::new(),
             buffer: BufferId(0),
         });
         id
@@ -523,7 +540,17 @@ impl Builder<'_> {
         for (new, &old) in order.iter().enumerate() {
             new_id[old] = ValueId(new as u32);
         }
-        let mut values: Vec<Value> = order.iter().map(|&old| self.values[old].clone()).collect();
+        let mut values: Vec<Value> = order
+            .iter()
+            .map(|&old| {
+                let v = &mut self.values[old];
+                Value {
+                    index: std::mem::take(&mut v.index),
+                    ..*v
+                }
+            })
+            .collect();
+        self.values = Vec::new();
         for per_instr in &mut self.value_of {
             for v in per_instr.iter_mut() {
                 *v = new_id[v.index()];
@@ -536,32 +563,48 @@ impl Builder<'_> {
 
         // Positions, then uses (notes §4.2: tuple and domain never use their
         // operands; get-tuple-element and copy use only the operand's top node).
-        for (i, per_instr) in self.value_of.iter().enumerate() {
-            for (node, &v) in per_instr.iter().enumerate() {
-                values[v.index()]
-                    .positions
-                    .push((InstrId(i as u32), node as u32));
+        let value_of = {
+            let mut flat = Lists::with_capacity(self.value_of.len(), values.len());
+            for per_instr in std::mem::take(&mut self.value_of) {
+                flat.push(per_instr);
             }
-        }
-        for v in &mut values {
-            let mut uses: Vec<(InstrId, u32)> = Vec::new();
-            // One position lists each (user, operand) once; a value at several
-            // positions (a tuple holding it twice) may meet the same use again.
-            let mut seen: HashSet<(InstrId, u32)> = HashSet::default();
-            let dedup = v.positions.len() > 1;
-            for &(instr, node) in &v.positions {
+            flat
+        };
+        let positions = Lists::grouped(
+            values.len(),
+            value_of
+                .iter()
+                .enumerate()
+                .flat_map(|(i, per_instr)| {
+                    per_instr
+                        .iter()
+                        .enumerate()
+                        .map(move |(node, &v)| (v.index(), (InstrId(i as u32), node as u32)))
+                })
+                .collect(),
+        );
+        let mut uses = Lists::with_capacity(values.len(), values.len());
+        // One position lists each (user, operand) once; a value at several
+        // positions (a tuple holding it twice) may meet the same use again.
+        let mut seen: HashSet<(InstrId, u32)> = HashSet::default();
+        for v in 0..values.len() {
+            let at = positions.get(v);
+            let dedup = at.len() > 1;
+            seen.clear();
+            let mut reads = Vec::new();
+            for &(instr, node) in at {
                 for (user, k) in self.graph.users(instr) {
-                    let reads = match module.instr(user).opcode {
+                    let read = match module.instr(user).opcode {
                         Opcode::Tuple | Opcode::Domain => false,
                         Opcode::GetTupleElement | Opcode::Copy => node == 0,
                         _ => true,
                     };
-                    if reads && (!dedup || seen.insert((user, k))) {
-                        uses.push((user, k));
+                    if read && (!dedup || seen.insert((user, k))) {
+                        reads.push((user, k));
                     }
                 }
             }
-            v.uses = uses;
+            uses.push(reads);
         }
 
         // Buffers: union-find over the merges.
@@ -597,7 +640,9 @@ impl Builder<'_> {
         }
         Dataflow {
             values,
-            value_of: self.value_of,
+            value_of,
+            positions,
+            uses,
             buffers,
         }
     }

@@ -244,12 +244,11 @@ impl Interference<'_> {
     /// buffer it may write its output into?
     fn hands_over(&self, earlier: ValueId, later: ValueId) -> bool {
         let (module, dataflow) = (self.module, self.dataflow);
-        let e = &dataflow.values[earlier.index()];
         let l = &dataflow.values[later.index()];
         let user = module.instr(l.instr);
         user.opcode != Opcode::Copy
-            && e.uses.iter().any(|(u, _)| *u == l.instr)
-            && e.positions.iter().any(|&(pos, node)| {
+            && dataflow.uses(earlier).iter().any(|(u, _)| *u == l.instr)
+            && dataflow.positions(earlier).iter().any(|&(pos, node)| {
                 user.operands.contains(&pos)
                     && module
                         .instr(pos)
@@ -278,7 +277,8 @@ impl Interference<'_> {
             let copy = module.instr(dataflow.values[nv.index()].instr);
             copy.opcode == Opcode::Copy
                 && copy.operands.iter().any(|op| {
-                    dataflow.value_of[op.index()]
+                    dataflow
+                        .value_of(*op)
                         .iter()
                         .any(|&av| in_allocation(dataflow.values[av.index()].buffer))
                 })

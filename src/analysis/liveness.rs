@@ -52,7 +52,9 @@ pub fn live_ranges(
     let mut ranges: Vec<Option<LiveRange>> = dataflow
         .values
         .iter()
-        .map(|value| {
+        .enumerate()
+        .map(|(v, value)| {
+            let v = ValueId(v as u32);
             let def = module.instr(value.instr);
             let t_def = schedule.time(value.instr)?;
             // Parameters start when their computation starts; a phi starts at the
@@ -67,7 +69,7 @@ pub fn live_ranges(
             } else {
                 t_def
             };
-            for &(pos, _) in &value.positions {
+            for &(pos, _) in dataflow.positions(v) {
                 let Some(t) = schedule.time(pos) else {
                     continue;
                 };
@@ -97,7 +99,7 @@ pub fn live_ranges(
             if entry_param && !donated {
                 end = n;
             } else {
-                for &(user, _) in &value.uses {
+                for &(user, _) in dataflow.uses(v) {
                     let user_instr = module.instr(user);
                     let t = match user_instr.opcode {
                         // The callee's own uses count instead.

@@ -8,6 +8,7 @@ pub mod dataflow;
 pub mod graph;
 pub mod heap;
 pub mod interference;
+pub mod lists;
 pub mod liveness;
 pub mod post_order;
 pub mod schedule;

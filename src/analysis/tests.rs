@@ -17,7 +17,7 @@ fn parse(text: &str) -> Module {
 }
 
 fn value_of(module: &Module, model: &MemoryModel, name: &str, node: usize) -> ValueId {
-    model.dataflow.value_of[instr_named(module, name).index()][node]
+    model.dataflow.value_of(instr_named(module, name))[node]
 }
 
 fn same_buffer(module: &Module, model: &MemoryModel, a: &str, b: &str) -> bool {

@@ -299,7 +299,7 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
                 && !aliased_outputs.contains(index.as_slice())
         })
         .filter_map(|(node, (index, shape))| {
-            let value = *model.dataflow.value_of[entry.root.index()].get(node)?;
+            let value = *model.dataflow.value_of(entry.root).get(node)?;
             let producer = model.dataflow.values[value.index()].instr;
             if matches!(
                 module.instr(producer).opcode,
@@ -326,11 +326,14 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
             continue;
         };
         let (index, _, producer, written) = outputs.remove(i);
-        let last_read = model.dataflow.value_of[p.index()]
+        let last_read = model
+            .dataflow
+            .value_of(p)
             .first()
-            .map(|v| {
-                model.dataflow.values[v.index()]
-                    .uses
+            .map(|&v| {
+                model
+                    .dataflow
+                    .uses(v)
                     .iter()
                     .filter_map(|(u, _)| model.schedule.time(*u))
                     .max()

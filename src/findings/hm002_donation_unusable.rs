@@ -182,9 +182,11 @@ pub fn check(
             continue;
         };
         let bytes = model.target.buffer_size(shape);
-        let unused = model.dataflow.value_of[p.index()]
+        let unused = model
+            .dataflow
+            .value_of(p)
             .first()
-            .is_some_and(|v| model.dataflow.values[v.index()].uses.is_empty());
+            .is_some_and(|&v| model.dataflow.uses(v).is_empty());
         let same_size: Vec<String> = outputs
             .iter()
             .filter(|(_, s)| model.target.buffer_size(s) == bytes)

@@ -18,7 +18,7 @@ use crate::units::human_bytes;
 /// Bytes of a buffer that lives in the temp block (or any allocation that is not
 /// the parameter's or an output's): memory the donation did not save.
 fn temp_bytes(model: &MemoryModel, instr: InstrId) -> u64 {
-    let Some(&v) = model.dataflow.value_of[instr.index()].first() else {
+    let Some(&v) = model.dataflow.value_of(instr).first() else {
         return 0;
     };
     let buffer = model.dataflow.values[v.index()].buffer;
@@ -30,14 +30,10 @@ fn temp_bytes(model: &MemoryModel, instr: InstrId) -> u64 {
 
 /// Instructions that read `instr`'s top-level value.
 fn users(model: &MemoryModel, instr: InstrId) -> Vec<InstrId> {
-    let Some(&v) = model.dataflow.value_of[instr.index()].first() else {
+    let Some(&v) = model.dataflow.value_of(instr).first() else {
         return Vec::new();
     };
-    let mut out: Vec<InstrId> = model.dataflow.values[v.index()]
-        .uses
-        .iter()
-        .map(|(u, _)| *u)
-        .collect();
+    let mut out: Vec<InstrId> = model.dataflow.uses(v).iter().map(|(u, _)| *u).collect();
     out.dedup();
     out
 }
@@ -294,7 +290,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let Some(node) = outputs.node_of(&alias.output_index) else {
             continue;
         };
-        let Some(&out_value) = model.dataflow.value_of[root.index()].get(node) else {
+        let Some(&out_value) = model.dataflow.value_of(root).get(node) else {
             continue;
         };
         let producer = model.dataflow.values[out_value.index()].instr;

@@ -273,8 +273,7 @@ fn corpus_external_tpu_memory_spaces_equal_xla() {
                         .map(|s| s.parse().unwrap())
                         .collect();
                     let node = hlomem::analysis::dataflow::node_of(shape, &index).unwrap();
-                    let value =
-                        &model.dataflow.values[model.dataflow.value_of[id.index()][node].index()];
+                    let value = &model.dataflow.values[model.dataflow.value_of(id)[node].index()];
                     let defining = module
                         .instr(value.instr)
                         .shape

@@ -271,7 +271,7 @@ fn dying_operand(
         return None;
     }
     for &operand in &user_instr.operands {
-        let Some(&ov) = dataflow.value_of[operand.index()].first() else {
+        let Some(&ov) = dataflow.value_of(operand).first() else {
             continue;
         };
         let o = &dataflow.values[ov.index()];

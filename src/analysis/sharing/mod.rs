@@ -120,7 +120,7 @@ pub fn read_sharing_queries(
                 .len()
                 == 1
         };
-        for &v in &dataflow.value_of[id.index()] {
+        for &v in dataflow.value_of(id) {
             let value = &dataflow.values[v.index()];
             let (Some(start), Some(shape), true) = (
                 ranges[v.index()].map(|r| r.start),
@@ -130,7 +130,7 @@ pub fn read_sharing_queries(
                 continue;
             };
             for &op in &instr.operands {
-                let Some(&ov) = dataflow.value_of[op.index()].first() else {
+                let Some(&ov) = dataflow.value_of(op).first() else {
                     continue;
                 };
                 let operand = &dataflow.values[ov.index()];
