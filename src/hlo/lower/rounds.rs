@@ -66,8 +66,8 @@ pub(super) fn lower_computations<'a>(
     let mut checks: Vec<Option<Result<DeferredLines<'a>, Error>>> = (0..n).map(|_| None).collect();
     // Each round's lowered lines stay where the round put them (a training
     // step's are 13 MB); each computation knows its round and range, and
-    // the arena takes them from there, in file order.
-    let mut rounds: Vec<Vec<Option<(usize, Lowered1<'a>)>>> = Vec::new();
+    // the arena is made of them in file order (`in_file_order`).
+    let mut rounds: Vec<Round<'a>> = Vec::new();
     let mut placed: Vec<Option<(usize, std::ops::Range<usize>)>> = vec![None; n];
     let mut frontier: Vec<usize> = (0..n).filter(|&c| eager[c] || c == entry).collect();
     for &c in &frontier {
@@ -88,17 +88,18 @@ pub(super) fn lower_computations<'a>(
                     }
                 }
                 if !frontier.is_empty() {
+                    // In file order, as the arena will hold them.
+                    frontier.sort_unstable();
                     let round = lower_lines(file, computations, &frontier);
-                    for (i, line) in round.iter().enumerate() {
-                        let Some((c, (instr, names))) = line else {
-                            continue;
-                        };
-                        // A computation's lines are side by side in a round.
-                        match &mut placed[*c] {
-                            Some((_, range)) => range.end = i + 1,
-                            slot => *slot = Some((rounds.len(), i..i + 1)),
-                        }
-                        if let Ok(names) = names {
+                    // A computation's lines are side by side in a round.
+                    let mut at = 0;
+                    for &c in &frontier {
+                        let len = computations[c].instructions.len();
+                        placed[c] = Some((rounds.len(), at..at + len));
+                        at += len;
+                    }
+                    for (instr, names) in round.instructions.iter().zip(&round.names) {
+                        if let Some(Ok(names)) = names {
                             for &(role, callee) in &names.called {
                                 let Some(&k) = by_name.get(callee.name) else {
                                     continue;
@@ -168,10 +169,10 @@ pub(super) fn lower_computations<'a>(
     for c in computations.iter_mut() {
         c.instructions = Vec::new();
     }
-    // Sized once: a big module's arena would otherwise be copied as it grows.
-    let count = rounds.iter().map(Vec::len).sum();
-    let mut instructions = Vec::with_capacity(count);
-    let mut unresolved = Vec::with_capacity(count);
+    let Round {
+        instructions,
+        names: mut lines_names,
+    } = in_file_order(rounds, &placed);
     let mut raw = Vec::with_capacity(n);
     // The full header of every computation lowered now.
     let mut full: Vec<Option<Result<(), Error>>> = computations
@@ -186,6 +187,7 @@ pub(super) fn lower_computations<'a>(
     if let Some(slot) = full.get_mut(entry) {
         *slot = entry_full;
     }
+    let mut next_line = 0;
     let parts = headers
         .into_iter()
         .zip(full)
@@ -197,13 +199,11 @@ pub(super) fn lower_computations<'a>(
         if let Some(full) = full {
             full?;
         }
-        let start = instructions.len();
-        if let Some((round, range)) = lines {
-            for line in &mut rounds[round][range] {
-                let (_, (instr, names)) =
-                    line.take().expect("a round lowers every line it is given");
-                instructions.push(instr);
-                unresolved.push(names.map_err(|e| *e)?);
+        let start = next_line;
+        next_line += lines.map_or(0, |(_, range)| range.len());
+        for names in &mut lines_names[start..next_line] {
+            if let Some(Err(e)) = names.take_if(|n| n.is_err()) {
+                return Err(*e);
             }
         }
         comp_raw.deferred = match check {
@@ -211,35 +211,90 @@ pub(super) fn lower_computations<'a>(
             _ => None,
         };
         comp_raw.execution_thread = close?;
-        comp_raw.instructions = start..instructions.len();
+        comp_raw.instructions = start..next_line;
         raw.push(comp_raw);
     }
+    // Every line's names are there (a round lowers every line it is given)
+    // and none is an error (returned above).
+    let unresolved = lines_names.into_iter().flatten().flatten().collect();
     Ok((raw, instructions, unresolved))
 }
 
-/// One lowered line: its IR part and its names (or the line's error).
-type Lowered1<'a> = (Instruction, Result<Unresolved<'a>, Box<Error>>);
+/// One round's lowered lines, its computations' side by side in file order:
+/// each line's IR part and its names (or the line's error). A name slot is
+/// `None` only while its line is lowered apart (a long line), or once taken.
+#[derive(Default)]
+struct Round<'a> {
+    instructions: Vec<Instruction>,
+    names: Vec<Option<Result<Unresolved<'a>, Box<Error>>>>,
+}
+
+/// The rounds' lines in file order, moved rather than copied where they
+/// lie: the largest round (a training step's entry) becomes the arena, grown
+/// once; from the last computation back, each of its blocks moves toward
+/// the end, and the other rounds' lines fill the gaps. A copy would hold a
+/// big module's lines twice.
+fn in_file_order<'a>(
+    mut rounds: Vec<Round<'a>>,
+    placed: &[Option<(usize, std::ops::Range<usize>)>],
+) -> Round<'a> {
+    let total = rounds.iter().map(|r| r.instructions.len()).sum();
+    let Some(big) = (0..rounds.len()).max_by_key(|&r| rounds[r].instructions.len()) else {
+        return Round::default();
+    };
+    let mut arena = std::mem::take(&mut rounds[big]);
+    let filler = placeholder(CompId(0));
+    // Exactly: `resize` alone would double the capacity.
+    arena
+        .instructions
+        .reserve_exact(total - arena.instructions.len());
+    arena.instructions.resize(total, filler.clone());
+    arena.names.reserve_exact(total - arena.names.len());
+    arena.names.resize_with(total, || None);
+    let mut end = total;
+    for (round, range) in placed.iter().rev().flatten() {
+        let start = end - range.len();
+        if *round == big {
+            // A round holds its computations in file order, so a block only
+            // moves right, into slots already emptied: last line first.
+            for (k, from) in range.clone().enumerate().rev() {
+                arena.instructions.swap(from, start + k);
+                arena.names.swap(from, start + k);
+            }
+        } else {
+            let source = &mut rounds[*round];
+            for (k, from) in range.clone().enumerate() {
+                arena.instructions[start + k] =
+                    std::mem::replace(&mut source.instructions[from], filler.clone());
+                arena.names[start + k] = source.names[from].take();
+            }
+        }
+        end = start;
+    }
+    arena
+}
 
 /// Lowers the lines of the computations `comps` on all cores, in order, each
 /// computation's lines side by side. Lines are independent: an unrolled model
 /// keeps most of its instructions in one computation, so the work is split by
-/// line. Every slot is `Some`; an `Option` lets the arena move lines out.
+/// line.
 fn lower_lines<'a>(
     file: &'a SourceFile,
     computations: &[parse::OutlineComputation<'a>],
     comps: &[usize],
-) -> Vec<Option<(usize, Lowered1<'a>)>> {
+) -> Round<'a> {
     let lines: Vec<(usize, Line)> = comps
         .iter()
         .flat_map(|&c| computations[c].instructions.iter().map(move |&l| (c, l)))
         .collect();
-    let lower = |shapes: &mut ShapeCache<'a>, &(c, line): &(usize, Line<'a>)| {
+    type Lowered1<'a> = (Instruction, Option<Result<Unresolved<'a>, Box<Error>>>);
+    let lower = |shapes: &mut ShapeCache<'a>, &(c, line): &(usize, Line<'a>)| -> Lowered1<'a> {
         let comp = CompId(c as u32);
-        let split = match lower_instruction(file, line, shapes) {
+        let (instr, names) = match lower_instruction(file, line, shapes) {
             Ok(raw) => raw.split(comp),
             Err(e) => (placeholder(comp), Err(Box::new(e))),
         };
-        (c, split)
+        (instr, Some(names))
     };
     // A line of thousands of operands (a training step's ROOT tuple) takes as
     // long as thousands of lines: it starts first, on a core of its own,
@@ -247,7 +302,9 @@ fn lower_lines<'a>(
     let long: Vec<usize> = (0..lines.len())
         .filter(|&i| lines[i].1.text.len() > LONG_LINE)
         .collect();
-    let (long_done, mut done): (Vec<_>, Vec<_>) = rayon::join(
+    let filler = placeholder(CompId(0));
+    let mut round = Round::default();
+    let (long_done, ()): (Vec<Lowered1>, ()) = rayon::join(
         || {
             long.par_iter()
                 .map_init(ShapeCache::default, |shapes, &i| lower(shapes, &lines[i]))
@@ -260,15 +317,19 @@ fn lower_lines<'a>(
                 .with_min_len(256)
                 .map_init(ShapeCache::default, |shapes, (i, line)| {
                     // A long line's slot is filled below.
-                    (long.binary_search(&i).is_err()).then(|| lower(shapes, line))
+                    match long.binary_search(&i) {
+                        Ok(_) => (filler.clone(), None),
+                        Err(_) => lower(shapes, line),
+                    }
                 })
-                .collect()
+                .unzip_into_vecs(&mut round.instructions, &mut round.names)
         },
     );
-    for (&i, lowered) in long.iter().zip(long_done) {
-        done[i] = Some(lowered);
+    for (&i, (instr, names)) in long.iter().zip(long_done) {
+        round.instructions[i] = instr;
+        round.names[i] = names;
     }
-    done
+    round
 }
 
 /// Lines longer than this are lowered first (bytes).
@@ -314,5 +375,39 @@ mod tests {
             .collect();
         assert_eq!(operands, want[..count]);
         assert_eq!(module.instr(entry.root).name, "n");
+    }
+
+    /// Computations lowered in later rounds (what the entry calls, what that
+    /// calls) sit before the entry in the file: the arena still holds every
+    /// line in file order, each computation's lines together.
+    #[test]
+    fn later_rounds_take_their_place_in_file_order() {
+        let text = "HloModule rounds\n\n\
+            %inner (a: f32[], b: f32[]) -> f32[] {\n  \
+              %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  \
+              ROOT %sum = f32[] add(%a, %b)\n}\n\n\
+            %fused (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n  \
+              ROOT %neg = f32[8]{0} negate(%p)\n}\n\n\
+            %outer (c: f32[], d: f32[]) -> f32[] {\n  \
+              %c = f32[] parameter(0)\n  %d = f32[] parameter(1)\n  \
+              ROOT %call = f32[] call(%c, %d), to_apply=%inner\n}\n\n\
+            ENTRY %main (x: f32[8]) -> f32[] {\n  %x = f32[8]{0} parameter(0)\n  \
+              %f = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused\n  \
+              %zero = f32[] constant(0)\n  \
+              ROOT %r = f32[] reduce(%f, %zero), dimensions={0}, to_apply=%outer\n}\n";
+        let module = crate::hlo::parse_module(SourceFile::from_text("rounds.txt", text)).unwrap();
+        let in_id_order: Vec<&str> = module.instrs().map(|(_, i)| i.name.as_str()).collect();
+        // `%fused` is deferred: its lines are not in the arena.
+        let file_order = ["a", "b", "sum", "c", "d", "call", "x", "f", "zero", "r"];
+        assert_eq!(in_id_order, file_order);
+        for (_, comp) in module.shells().filter(|(_, c)| c.deferred.is_none()) {
+            let ids: Vec<u32> = comp.instructions.iter().map(|i| i.0).collect();
+            assert!(
+                ids.windows(2).all(|w| w[1] == w[0] + 1),
+                "{}: {ids:?}",
+                comp.name
+            );
+        }
+        assert_eq!(module.instr(module.entry().root).name, "r");
     }
 }
