@@ -7,7 +7,7 @@ use crate::hlo::Module;
 
 /// The id of the instruction called `name`.
 fn instr_named(m: &Module, name: &str) -> crate::hlo::InstrId {
-    let at = m.instrs().find(|(_, i)| i.name == name);
+    let at = m.instrs().find(|&(id, _)| m.instr_name(id) == name);
     at.expect(name).0
 }
 
@@ -206,7 +206,7 @@ fn schedule_flattens_condition_then_body_before_the_loop() {
         .schedule
         .order
         .iter()
-        .map(|&i| m.instr(i).name.as_str())
+        .map(|&i| m.instr_name(i))
         .collect();
     assert_eq!(names, ["p", "c", "s", "lt", "s", "n", "w"]);
 }

@@ -174,7 +174,10 @@ fn value_index(module: &Module, model: &MemoryModel) -> HashMap<(String, Vec<u64
         .filter(|(_, value)| !module.instr(value.instr).synthetic)
         .map(|(i, value)| {
             (
-                (module.instr(value.instr).name.clone(), value.index.clone()),
+                (
+                    module.instr_name(value.instr).to_string(),
+                    value.index.clone(),
+                ),
                 ValueId(i as u32),
             )
         })

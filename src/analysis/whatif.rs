@@ -13,7 +13,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::hlo::{CompId, Edits, InstrId, Module, Opcode};
+use crate::hlo::{CompId, Edits, InstrId, Module, Name, Opcode};
 
 /// Why donating `param` to the output written by `writer` needs a copy: the
 /// first instruction (in schedule order) other than `writer` that reads the
@@ -207,7 +207,8 @@ pub fn with_parameter_copies(module: &Module, params: &[InstrId]) -> Module {
             entry.root = moved;
         }
         let mut copy = parameter.clone();
-        copy.name = format!("{}.donation_copy", copy.name);
+        let name = parameter.name.as_str(module.text());
+        copy.name = Name::Own(format!("{name}.donation_copy").into());
         copy.opcode = Opcode::Copy;
         copy.operands = vec![moved];
         copy.parameter_number = None;

@@ -189,7 +189,7 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
         let parameter_name = |p: InstrId| {
             module
                 .op_name(p)
-                .unwrap_or_else(|| module.instr(p).name.clone())
+                .unwrap_or_else(|| module.instr_name(p).to_string())
         };
         let named = origins
             .get(first.parameter as usize)
@@ -218,7 +218,7 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
                     parameter_name: parameter_name(p),
                     bytes: model.target.total_size(&module.instr(p).shape),
                     reader: InstrRef::of(module, reader),
-                    writer: module.instr(writer).name.clone(),
+                    writer: module.instr_name(writer).to_string(),
                 })
                 .collect(),
             saving_bytes: saving,
@@ -252,7 +252,7 @@ pub fn donation_candidates(module: &Module, model: &MemoryModel) -> Vec<Donation
                 parameter: c.parameter,
                 argument: module
                     .op_name(p)
-                    .unwrap_or_else(|| module.instr(p).name.clone()),
+                    .unwrap_or_else(|| module.instr_name(p).to_string()),
                 output: if c.output.is_empty() {
                     "result".into()
                 } else {

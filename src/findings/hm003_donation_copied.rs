@@ -339,7 +339,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 let source = through_bitcasts(module, source);
                 let bytes = temp_bytes(model, source);
                 if source != param && bytes > 0 {
-                    let copy = module.instr(producer).name.clone();
+                    let copy = module.instr_name(producer).to_string();
                     let how = match conditional_of(module, source) {
                         Some((cond, index)) => Copied::ResultOfConditional {
                             conditional: InstrRef::of(module, cond),
@@ -389,7 +389,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                 readers: s.readers.iter().map(|&r| InstrRef::of(module, r)).collect(),
                 blocking: blocking
                     .iter()
-                    .map(|&r| module.instr(r).name.clone())
+                    .map(|&r| module.instr_name(r).to_string())
                     .collect(),
             },
         };

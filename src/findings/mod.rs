@@ -123,7 +123,7 @@ impl InstrRef {
     pub fn of(module: &Module, id: InstrId) -> InstrRef {
         let (op_name, source) = module.origin(id);
         InstrRef {
-            name: module.instr(id).name.clone(),
+            name: module.instr_name(id).to_string(),
             op_name,
             source: source.map(|l| l.to_string()),
         }
@@ -258,7 +258,7 @@ impl Finding {
     }
 
     fn at(mut self, module: &Module, instr: InstrId) -> Finding {
-        self.instruction = Some(module.instr(instr).name.clone());
+        self.instruction = Some(module.instr_name(instr).to_string());
         self.source = module.source_location(instr).map(|l| l.to_string());
         self
     }

@@ -456,7 +456,10 @@ impl Deferred {
                         return Err(Error::at(
                             file,
                             instr.span.range(),
-                            format!("`%{}` calls its own computation", instr.name),
+                            format!(
+                                "`%{}` calls its own computation",
+                                instr.name.as_str(&file.text)
+                            ),
                             "a call cycle",
                         ));
                     }

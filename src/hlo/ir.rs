@@ -189,7 +189,8 @@ pub struct Computation {
 
 #[derive(Debug, Clone)]
 pub struct Instruction {
-    pub name: String,
+    /// Read it through [`Module::instr_name`] (or [`Name::as_str`]).
+    pub name: Name,
     pub opcode: Opcode,
     /// Shared by the instructions whose shapes are spelled the same: big
     /// modules repeat a few thousand shapes over hundreds of thousands of lines.
@@ -219,6 +220,25 @@ pub struct Instruction {
     pub span: Span,
     /// Recreated from a compact `%t#i` operand rather than written in the text.
     pub synthetic: bool,
+}
+
+/// An instruction's name, without the `%`: where the text spells it, so that
+/// a module's tens of thousands of names cost no allocation each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Name {
+    Text(Span),
+    /// Made by hlomem: a recreated get-tuple-element, a what-if's copy.
+    Own(Box<str>),
+}
+
+impl Name {
+    /// The name, `text` being the module's text.
+    pub fn as_str<'a>(&'a self, text: &'a str) -> &'a str {
+        match self {
+            Name::Text(span) => text.get(span.range()).unwrap_or(""),
+            Name::Own(name) => name,
+        }
+    }
 }
 
 /// Which attribute named a called computation.
@@ -308,6 +328,11 @@ impl Module {
                 .map(|(i, a)| (InstrId(i), a))
         });
         own.chain(added)
+    }
+
+    /// An instruction's name, without the `%`.
+    pub fn instr_name(&self, id: InstrId) -> &str {
+        self.instr(id).name.as_str(&self.file.text)
     }
 
     /// A computation, its body parsed first if it was deferred.

@@ -333,7 +333,7 @@ pub(super) fn resolve_computation(
                         let gte = InstrId(arena.id_base + arena.instructions.len() as u32);
                         let suffix: Vec<String> = path.iter().map(u64::to_string).collect();
                         arena.instructions.push(Instruction {
-                            name: format!("{}_{}", r.name, suffix.join("_")),
+                            name: Name::Own(format!("{}_{}", r.name, suffix.join("_")).into()),
                             opcode: Opcode::GetTupleElement,
                             shape: element.clone(),
                             operands: vec![current],

@@ -66,6 +66,12 @@ struct Verifier<'a> {
     lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
 }
 
+impl<'a> Verifier<'a> {
+    fn name_of(&self, instr: &'a Instruction) -> &'a str {
+        instr.name.as_str(&self.file.text)
+    }
+}
+
 /// How many operands an opcode may have.
 enum Arity {
     Exactly(usize),
@@ -284,8 +290,8 @@ impl<'a> Verifier<'a> {
                     id,
                     format!(
                         "`%{}` uses `%{}`, which the schedule runs later",
-                        instr.name,
-                        self.instr(p).name
+                        self.name_of(instr),
+                        self.name_of(self.instr(p))
                     ),
                     "used before it is defined in a scheduled module",
                 ));
@@ -334,12 +340,12 @@ impl<'a> Verifier<'a> {
                     }
                     1 => {
                         let id = comp.instructions[*node];
-                        let other = &self.instr(comp.instructions[p]).name;
+                        let other = &self.name_of(self.instr(comp.instructions[p]));
                         return Err(self.error(
                             id,
                             format!(
                                 "`%{}` depends on itself through `%{other}`",
-                                self.instr(id).name
+                                self.name_of(self.instr(id))
                             ),
                             "instructions use each other in a cycle",
                         ));
@@ -360,7 +366,8 @@ impl<'a> Verifier<'a> {
                     id,
                     format!(
                         "`{}` takes {k} operand(s), `%{}` has {n}",
-                        instr.opcode, instr.name
+                        instr.opcode,
+                        self.name_of(instr)
                     ),
                     "wrong number of operands",
                 ))
@@ -370,7 +377,8 @@ impl<'a> Verifier<'a> {
                     id,
                     format!(
                         "`{}` takes at least {k} operand(s), `%{}` has {n}",
-                        instr.opcode, instr.name
+                        instr.opcode,
+                        self.name_of(instr)
                     ),
                     "too few operands",
                 ))
@@ -400,7 +408,7 @@ impl<'a> Verifier<'a> {
                         id,
                         format!(
                             "the shape of `%{}` is not the tuple of its operands' shapes",
-                            instr.name
+                            self.name_of(instr)
                         ),
                         "shape does not match the operands",
                     ))
@@ -422,7 +430,8 @@ impl<'a> Verifier<'a> {
                 id,
                 format!(
                     "`%{}` reads a tuple element of `%{}`, which is not a tuple",
-                    instr.name, operand.name
+                    self.name_of(instr),
+                    self.name_of(operand)
                 ),
                 "operand is not a tuple",
             ));
@@ -433,8 +442,8 @@ impl<'a> Verifier<'a> {
                 id,
                 format!(
                     "`%{}` reads element {index} of `%{}`, which has {}",
-                    instr.name,
-                    operand.name,
+                    self.name_of(instr),
+                    self.name_of(operand),
                     elements.len()
                 ),
                 "tuple index out of range",
@@ -445,7 +454,9 @@ impl<'a> Verifier<'a> {
                 id,
                 format!(
                     "`%{}` has shape {}, but element {index} of `%{}` is {element}",
-                    instr.name, instr.shape, operand.name
+                    self.name_of(instr),
+                    instr.shape,
+                    self.name_of(operand)
                 ),
                 "shape is not the tuple element's",
             ));
@@ -500,7 +511,7 @@ impl<'a> Verifier<'a> {
                     id,
                     format!(
                         "`%{}` passes {} value(s) to `%{}`, which takes {}",
-                        instr.name,
+                        self.name_of(instr),
                         passed.len(),
                         comp.name,
                         comp.parameters.len()
@@ -515,7 +526,10 @@ impl<'a> Verifier<'a> {
                         id,
                         format!(
                             "`%{}` passes {} to parameter {k} of `%{}`, which is {}",
-                            instr.name, arg.shape, comp.name, param.shape
+                            self.name_of(instr),
+                            arg.shape,
+                            comp.name,
+                            param.shape
                         ),
                         "operand shape does not match the called computation",
                     ));
@@ -528,7 +542,9 @@ impl<'a> Verifier<'a> {
                         id,
                         format!(
                             "`%{}` has shape {result}, but `%{}` returns {}",
-                            instr.name, comp.name, root.shape
+                            self.name_of(instr),
+                            comp.name,
+                            root.shape
                         ),
                         "shape does not match the called computation's result",
                     ));

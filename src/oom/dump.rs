@@ -252,8 +252,9 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
         .or_else(|| {
             module
                 .instrs()
-                .find(|(_, i)| i.name.contains(".remat"))
-                .map(|(_, i)| i.name.clone())
+                .map(|(id, _)| module.instr_name(id))
+                .find(|name| name.contains(".remat"))
+                .map(str::to_string)
         });
     DumpLinks {
         module: module.name.clone(),
@@ -335,7 +336,7 @@ fn link_buffer(
     let location = module.source_location(found);
     let linked = LinkedBuffer {
         number: b.number,
-        instruction: module.instr(found).name.clone(),
+        instruction: module.instr_name(found).to_string(),
         parameter: module.instr(found).parameter_number,
         op_name: module.op_name(found),
         source: location.as_ref().map(|l| l.to_string()),

@@ -173,7 +173,7 @@ impl TimelineReport {
                 temp,
                 constant,
                 total: total(busiest),
-                instruction: module.instr(instr).name.clone(),
+                instruction: module.instr_name(instr).to_string(),
                 source: module.source_location(instr).map(|l| l.to_string()),
             });
         }
@@ -503,7 +503,10 @@ fn peak_report(
         .collect();
     PeakReport {
         time: model.peak.time,
-        instruction: model.peak.instruction.map(|i| module.instr(i).name.clone()),
+        instruction: model
+            .peak
+            .instruction
+            .map(|i| module.instr_name(i).to_string()),
         buffers,
         usage: usage.summary(),
     }
@@ -518,7 +521,7 @@ fn parameter_report(
     let instr = module.instr(id);
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
-        name: instr.name.clone(),
+        name: module.instr_name(id).to_string(),
         shape: instr.shape.clone(),
         bytes: target.total_size(&instr.shape),
         op_name: origin.op_name.clone(),

@@ -371,11 +371,10 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
             };
             let phase = op_name.as_deref().map_or(Phase::Outside, scope::phase);
             let argument = if let Some(o) = origin {
-                Some(
-                    o.argument
-                        .as_ref()
-                        .map_or_else(|| instr.name.clone(), |(name, _)| name.clone()),
-                )
+                Some(o.argument.as_ref().map_or_else(
+                    || module.instr_name(b.instruction).to_string(),
+                    |(name, _)| name.clone(),
+                ))
             } else {
                 // A copy of an argument (a layout change) keeps its op_name.
                 op_name
@@ -391,7 +390,7 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
                     .shape
                     .subshape(&b.index)
                     .map_or_else(|| instr.shape.to_string(), |s| s.to_string()),
-                instruction: instr.name.clone(),
+                instruction: module.instr_name(b.instruction).to_string(),
                 stack,
                 made_by_xla: false,
                 op_name,

@@ -256,7 +256,7 @@ fn corpus_external_tpu_memory_spaces_equal_xla() {
             let model = hlomem::analysis::analyze(&module, &target);
             let by_name: std::collections::HashMap<&str, hlomem::hlo::InstrId> = module
                 .instrs()
-                .map(|(i, instr)| (instr.name.as_str(), i))
+                .map(|(i, _)| (module.instr_name(i), i))
                 .collect();
             let spaces: serde_json::Value =
                 serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();

@@ -242,7 +242,7 @@ fn sources_resolve_through_stack_frames() {
     );
     let module = hlomem::load_module(path).unwrap();
     let root = module.entry_root();
-    assert_eq!(module.instr(root).name, "wrapped_add");
+    assert_eq!(module.instr_name(root), "wrapped_add");
     assert_eq!(module.op_name(root).as_deref(), Some("jit(fn)/add"));
     let location = module
         .source_location(root)

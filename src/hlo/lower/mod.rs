@@ -123,6 +123,8 @@ pub(super) struct Unresolved<'a> {
 /// its names.
 pub(super) struct RawInstruction<'a> {
     name: Reference<'a>,
+    /// Where the name is spelled, without the `%`.
+    name_span: Span,
     line: Span,
     pub(super) is_root: bool,
     shape: Arc<Shape>,
@@ -147,7 +149,7 @@ impl<'a> RawInstruction<'a> {
         computation: CompId,
     ) -> (Instruction, Result<Unresolved<'a>, Box<Error>>) {
         let instruction = Instruction {
-            name: self.name.name.to_string(),
+            name: Name::Text(self.name_span),
             opcode: self.opcode,
             shape: self.shape,
             operands: Vec::new(),
@@ -191,7 +193,7 @@ impl<'a> RawInstruction<'a> {
 /// Stands in for a line that failed to lower (its error is reported instead).
 pub(super) fn placeholder(computation: CompId) -> Instruction {
     Instruction {
-        name: String::new(),
+        name: Name::Own(Box::default()),
         opcode: Opcode::Tuple,
         shape: Arc::new(Shape::Tuple(Vec::new())),
         operands: Vec::new(),
@@ -433,6 +435,7 @@ pub(super) fn lower_instruction_by<'a>(
             name: "",
             offset: line.offset,
         },
+        name_span: Span::new(line.offset, line.offset),
         line: Span::new(line.offset, line.offset + line.text.len()),
         is_root: false,
         shape: Arc::new(Shape::Tuple(Vec::new())),
@@ -453,6 +456,12 @@ pub(super) fn lower_instruction_by<'a>(
             Rule::kw_root => instr.is_root = true,
             Rule::name => {
                 instr.name = at.reference(&p);
+                let span = at.span(&p);
+                let percent = (p.as_str().len() - instr.name.name.len()) as u32;
+                instr.name_span = Span {
+                    start: span.start + percent,
+                    end: span.end,
+                };
             }
             Rule::shape_text => {
                 let shape_line = Line {

@@ -362,7 +362,7 @@ mod tests {
         let order: Vec<&str> = entry
             .instructions
             .iter()
-            .map(|&id| module.instr(id).name.as_str())
+            .map(|&id| module.instr_name(id))
             .collect();
         let mut want: Vec<&str> = names.iter().map(|n| &n[1..]).collect();
         want.extend(["t", "g", "n"]);
@@ -371,10 +371,10 @@ mod tests {
         let operands: Vec<&str> = tuple
             .operands
             .iter()
-            .map(|&id| module.instr(id).name.as_str())
+            .map(|&id| module.instr_name(id))
             .collect();
         assert_eq!(operands, want[..count]);
-        assert_eq!(module.instr(entry.root).name, "n");
+        assert_eq!(module.instr_name(entry.root), "n");
     }
 
     /// Computations lowered in later rounds (what the entry calls, what that
@@ -396,7 +396,10 @@ mod tests {
               %zero = f32[] constant(0)\n  \
               ROOT %r = f32[] reduce(%f, %zero), dimensions={0}, to_apply=%outer\n}\n";
         let module = crate::hlo::parse_module(SourceFile::from_text("rounds.txt", text)).unwrap();
-        let in_id_order: Vec<&str> = module.instrs().map(|(_, i)| i.name.as_str()).collect();
+        let in_id_order: Vec<&str> = module
+            .instrs()
+            .map(|(id, _)| module.instr_name(id))
+            .collect();
         // `%fused` is deferred: its lines are not in the arena.
         let file_order = ["a", "b", "sum", "c", "d", "call", "x", "f", "zero", "r"];
         assert_eq!(in_id_order, file_order);
@@ -408,6 +411,6 @@ mod tests {
                 comp.name
             );
         }
-        assert_eq!(module.instr(module.entry().root).name, "r");
+        assert_eq!(module.instr_name(module.entry().root), "r");
     }
 }
