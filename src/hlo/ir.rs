@@ -203,10 +203,11 @@ pub struct Instruction {
     pub parameter_number: Option<u64>,
     /// `index=N` of `get-tuple-element`.
     pub tuple_index: Option<u64>,
-    /// `custom_call_target="..."`.
-    pub custom_call_target: Option<Box<str>>,
-    /// `kind=kLoop` of a fusion.
-    pub fusion_kind: Option<Box<str>>,
+    /// `custom_call_target="..."`, between the quotes: read it through
+    /// [`Module::custom_call_target`].
+    pub custom_call_target: Option<Span>,
+    /// `kind=kLoop` of a fusion: read it through [`Module::fusion_kind`].
+    pub fusion_kind: Option<Span>,
     /// `output_to_operand_aliasing={...}` (custom-call, fusion, async-start).
     pub output_to_operand_aliasing: Box<[OperandAlias]>,
     pub control_predecessors: Box<[InstrId]>,
@@ -333,6 +334,20 @@ impl Module {
     /// An instruction's name, without the `%`.
     pub fn instr_name(&self, id: InstrId) -> &str {
         self.instr(id).name.as_str(&self.file.text)
+    }
+
+    /// `custom_call_target="..."`, unescaped.
+    pub fn custom_call_target(&self, id: InstrId) -> Option<std::borrow::Cow<'_, str>> {
+        let text = self.slice(self.instr(id).custom_call_target?);
+        Some(match text.contains('\\') {
+            true => super::metadata::unescape(text).into(),
+            false => text.into(),
+        })
+    }
+
+    /// A fusion's `kind` (`kLoop`, `kInput`, `kOutput`, `kCustom`).
+    pub fn fusion_kind(&self, id: InstrId) -> Option<&str> {
+        Some(self.slice(self.instr(id).fusion_kind?))
     }
 
     /// A computation, its body parsed first if it was deferred.

@@ -121,9 +121,31 @@ fn control_predecessors_and_custom_call_aliasing() {
            ROOT %cc = f32[8]{0} custom-call(%a), custom_call_target=\"my$target\", output_to_operand_aliasing={{}: (0, {})}, control-predecessors={%a}\n}\n",
     );
     let cc = m.instr(m.entry_root());
-    assert_eq!(cc.custom_call_target.as_deref(), Some("my$target"));
+    assert_eq!(
+        m.custom_call_target(m.entry_root()).as_deref(),
+        Some("my$target")
+    );
     assert_eq!(cc.output_to_operand_aliasing.len(), 1);
     assert_eq!(cc.control_predecessors.len(), 1);
+}
+
+/// A target and a fusion kind are read from the text when asked; an escaped
+/// quote in the target comes back unescaped.
+#[test]
+fn custom_call_target_is_unescaped_and_fusion_kind_read() {
+    let m = parse(
+        "HloModule m\n\n%f (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n  \
+           ROOT %n = f32[8]{0} negate(%p)\n}\n\n\
+         ENTRY %e (x: f32[8]) -> f32[8] {\n  %x = f32[8]{0} parameter(0)\n  \
+           %fu = f32[8]{0} fusion(%x), kind=kLoop, calls=%f\n  \
+           ROOT %cc = f32[8]{0} custom-call(%fu), custom_call_target=\"say \\\"hi\\\"\"\n}\n",
+    );
+    let root = m.entry_root();
+    assert_eq!(m.custom_call_target(root).as_deref(), Some("say \"hi\""));
+    let fusion = m.instr(root).operands[0];
+    assert_eq!(m.fusion_kind(fusion), Some("kLoop"));
+    assert_eq!(m.fusion_kind(root), None);
+    assert_eq!(m.custom_call_target(fusion), None);
 }
 
 #[test]

@@ -19,7 +19,7 @@ pub fn may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[u64
         // NCCL reduces in place.
         Opcode::AllReduce => Some(all_reduce_in_place(module, operand, user, output)),
         Opcode::CustomCall => {
-            let target = user_instr.custom_call_target.as_deref().unwrap_or("");
+            let target = module.custom_call_target(user).unwrap_or_default();
             Some(if target.starts_with("__cublas$lt$matmul") {
                 // The bias (operand 2) may be overwritten when beta is not 0.
                 user_instr.operands.get(2) == Some(&operand)
@@ -106,7 +106,7 @@ fn fusion_may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[
     } else {
         out
     };
-    let hero = reduction_hero(module, comp, user_instr.fusion_kind.as_deref());
+    let hero = reduction_hero(module, comp, module.fusion_kind(user));
     let users = users_in(module, comp);
 
     let mut queue = std::collections::VecDeque::from([param]);

@@ -354,7 +354,7 @@ pub fn can_share_operand_buffer(
             let Some(comp) = fused_computation(module, user) else {
                 return false;
             };
-            match user_instr.fusion_kind.as_deref() {
+            match module.fusion_kind(user) {
                 Some("kOutput") => {
                     // add(dot|convolution, X): only through the X slot, used once.
                     let body = Fused::of(module, comp);

@@ -134,8 +134,8 @@ pub(super) struct RawInstruction<'a> {
     pub(super) called: Vec<(CallRole, Reference<'a>)>,
     pub(super) control_predecessors: Vec<Reference<'a>>,
     tuple_index: Option<u64>,
-    custom_call_target: Option<String>,
-    fusion_kind: Option<String>,
+    custom_call_target: Option<Span>,
+    fusion_kind: Option<Span>,
     output_to_operand_aliasing: Vec<OperandAlias>,
     metadata: Span,
     attributes: Vec<Attribute>,
@@ -157,8 +157,8 @@ impl<'a> RawInstruction<'a> {
             called: Box::default(),
             parameter_number: self.parameter_number,
             tuple_index: self.tuple_index,
-            custom_call_target: self.custom_call_target.map(String::into_boxed_str),
-            fusion_kind: self.fusion_kind.map(String::into_boxed_str),
+            custom_call_target: self.custom_call_target,
+            fusion_kind: self.fusion_kind,
             output_to_operand_aliasing: self.output_to_operand_aliasing.into_boxed_slice(),
             control_predecessors: Box::default(),
             metadata: self.metadata,
@@ -632,17 +632,10 @@ fn lower_attribute<'a>(
         }
         Rule::target_attr => {
             if let Some(s) = pair.into_inner().next() {
-                let text = at
-                    .file
-                    .text
-                    .get(string_contents(at, &s).range())
-                    .unwrap_or("");
-                instr.custom_call_target = Some(super::metadata::unescape(text));
+                instr.custom_call_target = Some(string_contents(at, &s));
             }
         }
-        Rule::kind_attr => {
-            instr.fusion_kind = pair.into_inner().next().map(|k| k.as_str().to_string())
-        }
+        Rule::kind_attr => instr.fusion_kind = pair.into_inner().next().map(|k| at.span(&k)),
         Rule::operand_alias_attr => {
             for alias in pair.into_inner() {
                 let mut parts = alias.into_inner();
