@@ -417,7 +417,7 @@ fn donation_needs_a_copy_when_a_reader_is_not_an_ancestor_of_the_write() {
     assert_eq!(copied.instr(moved).opcode, crate::hlo::Opcode::Parameter);
     assert_eq!(copied.entry().parameters[0], moved);
     assert_eq!(copied.instr(w).opcode, crate::hlo::Opcode::Copy);
-    assert_eq!(copied.instr(w).operands, vec![moved]);
+    assert_eq!(*copied.instr(w).operands, [moved]);
     assert_eq!(copied.entry().instructions[..3], [moved, id("x"), w]);
     for reader in ["fwd", "back", "update"] {
         assert!(copied.instr(id(reader)).operands.contains(&w), "{reader}");

@@ -210,7 +210,7 @@ pub fn with_parameter_copies(module: &Module, params: &[InstrId]) -> Module {
         let name = parameter.name.as_str(module.text());
         copy.name = Name::Own(format!("{name}.donation_copy").into());
         copy.opcode = Opcode::Copy;
-        copy.operands = vec![moved];
+        copy.operands = Box::new([moved]);
         copy.parameter_number = None;
         copy.called = Box::default();
         copy.control_predecessors = Box::default();

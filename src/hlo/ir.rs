@@ -195,7 +195,7 @@ pub struct Instruction {
     /// Shared by the instructions whose shapes are spelled the same: big
     /// modules repeat a few thousand shapes over hundreds of thousands of lines.
     pub shape: Arc<Shape>,
-    pub operands: Vec<InstrId>,
+    pub operands: Box<[InstrId]>,
     pub computation: CompId,
     /// Computations this instruction calls, with the attribute that names each.
     pub called: Box<[(CallRole, CompId)]>,

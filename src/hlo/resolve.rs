@@ -336,7 +336,7 @@ pub(super) fn resolve_computation(
                             name: Name::Own(format!("{}_{}", r.name, suffix.join("_")).into()),
                             opcode: Opcode::GetTupleElement,
                             shape: element.clone(),
-                            operands: vec![current],
+                            operands: Box::new([current]),
                             tuple_index: Some(index),
                             span: line,
                             synthetic: true,
@@ -379,7 +379,7 @@ pub(super) fn resolve_computation(
         }
         order.push(id);
         let instruction = arena.get_mut(id);
-        instruction.operands = operands;
+        instruction.operands = operands.into_boxed_slice();
         instruction.called = called.into_boxed_slice();
     }
     for (id, preds) in pending_preds {

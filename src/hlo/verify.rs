@@ -490,10 +490,10 @@ impl<'a> Verifier<'a> {
             let (passed, result): (Vec<InstrId>, Option<&Shape>) = match (&instr.opcode, role) {
                 (Opcode::Call, CallRole::ToApply | CallRole::Calls)
                 | (Opcode::Fusion, CallRole::Calls) => {
-                    (instr.operands.clone(), Some(&*instr.shape))
+                    (instr.operands.to_vec(), Some(&*instr.shape))
                 }
-                (Opcode::While, CallRole::Body) => (instr.operands.clone(), Some(&*instr.shape)),
-                (Opcode::While, CallRole::Condition) => (instr.operands.clone(), None),
+                (Opcode::While, CallRole::Body) => (instr.operands.to_vec(), Some(&*instr.shape)),
+                (Opcode::While, CallRole::Condition) => (instr.operands.to_vec(), None),
                 (Opcode::Conditional, CallRole::Branch) => {
                     let b = instr
                         .called

@@ -228,7 +228,7 @@ fn reduction_hero(module: &Module, comp: CompId, kind: Option<&str>) -> Option<I
     }
     let root = module.comp(comp).root;
     let roots: Vec<InstrId> = if module.instr(root).opcode == Opcode::Tuple {
-        module.instr(root).operands.clone()
+        module.instr(root).operands.to_vec()
     } else {
         vec![root]
     };
