@@ -139,6 +139,15 @@ fn eager(
     instructions: &mut Vec<Instruction>,
 ) -> Result<Vec<(usize, Computation)>, (usize, Error)> {
     let comp_id_of = |name: &str| comp_ids.get(name).copied();
+    // Room for the get-tuple-elements compact operands recreate (at most one
+    // per step of each path): the arena is sized exactly, and one push past
+    // its capacity would double it.
+    let recreated = unresolved
+        .iter()
+        .flat_map(|u| &u.operands)
+        .map(|o| o.tuple_path.len())
+        .sum();
+    instructions.reserve_exact(recreated);
     let mut unresolved = unresolved.into_iter();
     let mut done = Vec::with_capacity(computations.len());
     for (ci, comp) in computations {
