@@ -194,7 +194,12 @@ pub fn with_parameter_copies(module: &Module, params: &[InstrId]) -> Module {
         .rposition(|&i| module.instr(i).opcode == Opcode::Parameter)
         .map_or(0, |p| p + 1);
     let mut moved_to: HashMap<InstrId, InstrId> = HashMap::default();
+    let mut copies = Vec::with_capacity(params.len());
     for &p in params {
+        if moved_to.contains_key(&p) {
+            continue; // one copy per parameter, however often it is asked for
+        }
+        copies.push(p);
         let parameter = module.instr(p);
         let moved = edits.add(parameter.clone());
         moved_to.insert(p, moved);
@@ -224,9 +229,7 @@ pub fn with_parameter_copies(module: &Module, params: &[InstrId]) -> Module {
             *slot = moved;
         }
     }
-    entry
-        .instructions
-        .splice(after..after, params.iter().copied());
+    entry.instructions.splice(after..after, copies);
     edits.set_entry(entry);
     module.with_edits(edits)
 }
