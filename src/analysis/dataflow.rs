@@ -587,11 +587,11 @@ impl Builder<'_> {
         // One position lists each (user, operand) once; a value at several
         // positions (a tuple holding it twice) may meet the same use again.
         let mut seen: HashSet<(InstrId, u32)> = HashSet::default();
+        let mut reads = Vec::new();
         for v in 0..values.len() {
             let at = positions.get(v);
             let dedup = at.len() > 1;
             seen.clear();
-            let mut reads = Vec::new();
             for &(instr, node) in at {
                 for (user, k) in self.graph.users(instr) {
                     let read = match module.instr(user).opcode {
@@ -604,7 +604,7 @@ impl Builder<'_> {
                     }
                 }
             }
-            uses.push(reads);
+            uses.push(reads.drain(..));
         }
 
         // Buffers: union-find over the merges.

@@ -339,9 +339,11 @@ impl Module {
     /// `custom_call_target="..."`, unescaped.
     pub fn custom_call_target(&self, id: InstrId) -> Option<std::borrow::Cow<'_, str>> {
         let text = self.slice(self.instr(id).custom_call_target?);
-        Some(match text.contains('\\') {
-            true => super::metadata::unescape(text).into(),
-            false => text.into(),
+        // Borrowed unless there is an escape to undo.
+        Some(if text.contains('\\') {
+            super::metadata::unescape(text).into()
+        } else {
+            text.into()
         })
     }
 

@@ -487,13 +487,11 @@ impl<'a> Verifier<'a> {
         let instr = self.instr(id);
         {
             // (values passed, result expected; None where the callee's result is not the caller's)
-            let (passed, result): (Vec<InstrId>, Option<&Shape>) = match (&instr.opcode, role) {
+            let (passed, result): (&[InstrId], Option<&Shape>) = match (&instr.opcode, role) {
                 (Opcode::Call, CallRole::ToApply | CallRole::Calls)
-                | (Opcode::Fusion, CallRole::Calls) => {
-                    (instr.operands.to_vec(), Some(&*instr.shape))
-                }
-                (Opcode::While, CallRole::Body) => (instr.operands.to_vec(), Some(&*instr.shape)),
-                (Opcode::While, CallRole::Condition) => (instr.operands.to_vec(), None),
+                | (Opcode::Fusion, CallRole::Calls) => (&instr.operands, Some(&*instr.shape)),
+                (Opcode::While, CallRole::Body) => (&instr.operands, Some(&*instr.shape)),
+                (Opcode::While, CallRole::Condition) => (&instr.operands, None),
                 (Opcode::Conditional, CallRole::Branch) => {
                     let b = instr
                         .called
@@ -501,8 +499,8 @@ impl<'a> Verifier<'a> {
                         .filter(|(r, _)| *r == CallRole::Branch)
                         .position(|&(_, c)| c == callee)
                         .unwrap_or(0);
-                    let arg = instr.operands.get(b + 1).copied();
-                    (arg.into_iter().collect(), Some(&*instr.shape))
+                    let arg = instr.operands.get(b + 1..b + 2).unwrap_or(&[]);
+                    (arg, Some(&*instr.shape))
                 }
                 _ => return Ok(()),
             };

@@ -227,12 +227,13 @@ fn reduction_hero(module: &Module, comp: CompId, kind: Option<&str>) -> Option<I
         return None;
     }
     let root = module.comp(comp).root;
-    let roots: Vec<InstrId> = if module.instr(root).opcode == Opcode::Tuple {
-        module.instr(root).operands.to_vec()
+    let roots: &[InstrId] = if module.instr(root).opcode == Opcode::Tuple {
+        &module.instr(root).operands
     } else {
-        vec![root]
+        std::slice::from_ref(&root)
     };
-    roots.into_iter().find_map(|mut r| {
+    roots.iter().find_map(|&r| {
+        let mut r = r;
         for _ in 0..module.comp(comp).instructions.len() {
             let instr = module.instr(r);
             match instr.opcode {
