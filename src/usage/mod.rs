@@ -262,8 +262,11 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
         .filter(|i| !found.contains_key(i))
         .map(|&i| (i, vec![i]))
         .collect();
+    // Counted, not pruned from `pending` as they are found: a pass over
+    // `pending` per user found was quadratic on a big training step.
+    let mut unresolved = pending.len();
     for &user in &model.schedule.order {
-        if pending.is_empty() {
+        if unresolved == 0 {
             break;
         }
         let mut roots: Vec<crate::hlo::InstrId> = Vec::new();
@@ -281,9 +284,11 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
             continue;
         }
         for r in roots {
-            found.entry(r).or_insert_with(|| stack.clone());
+            if let std::collections::hash_map::Entry::Vacant(e) = found.entry(r) {
+                e.insert(stack.clone());
+                unresolved -= 1;
+            }
         }
-        pending.retain(|_, rs| rs.iter().any(|r| !found.contains_key(r)));
     }
     for (instr, indices) in wanted {
         if let Some(stack) = found.get(&instr) {

@@ -63,7 +63,7 @@ struct Group {
     /// where they overlap: two groups meet in time if these meet.
     intervals: Vec<(u64, u64)>,
     members: Vec<ValueId>,
-    start: u64,
+    /// The latest end among the intervals.
     end: u64,
 }
 
@@ -193,7 +193,6 @@ pub fn simulate(
                 own: (leader.start, leader.end),
                 intervals: merged(members.iter().map(|m| (m.start, m.end)).collect()),
                 members: members.iter().map(|m| m.value).collect(),
-                start: members.iter().map(|m| m.start).min().unwrap_or(0),
                 end: members.iter().map(|m| m.end).max().unwrap_or(0),
             }
         })

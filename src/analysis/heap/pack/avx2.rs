@@ -8,75 +8,82 @@
 //! maxima within the register, independent of `running`: the only value
 //! carried from one register to the next is `running`, one scalar maximum.
 //!
-//! The 32-bit compares are unsigned (`a <= b` is `max(a, b) == b`). The
-//! 64-bit ones are signed (AVX2 has no unsigned 64-bit compare or maximum),
-//! which `Word::vector_exact` makes exact: that width takes this path only
-//! when every offset, end and time of the packing stays below 2^63.
+//! The compares are signed (AVX2 has no unsigned ones but equality), which
+//! `Word::vector_exact` makes exact: each width takes this path only when
+//! every offset, end and time of the packing stays below 2^31 or 2^63.
 
 use std::arch::x86_64::{
     __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_blend_epi32, _mm256_blendv_epi8,
-    _mm256_castsi256_pd, _mm256_castsi256_ps, _mm256_cmpeq_epi32, _mm256_cmpgt_epi64,
-    _mm256_extract_epi32, _mm256_extract_epi64, _mm256_loadu_si256, _mm256_max_epu32,
-    _mm256_movemask_pd, _mm256_movemask_ps, _mm256_or_si256, _mm256_permute4x64_epi64,
-    _mm256_permutevar8x32_epi32, _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_setr_epi32,
-    _mm256_setzero_si256, _mm256_slli_si256,
+    _mm256_castsi256_pd, _mm256_cmpgt_epi32, _mm256_cmpgt_epi64, _mm256_extract_epi32,
+    _mm256_extract_epi64, _mm256_loadu_si256, _mm256_max_epi32, _mm256_movemask_pd,
+    _mm256_or_si256, _mm256_permute4x64_epi64, _mm256_permutevar8x32_epi32, _mm256_set1_epi32,
+    _mm256_set1_epi64x, _mm256_setr_epi32, _mm256_setzero_si256, _mm256_slli_si256,
+    _mm256_testz_si256,
 };
 
 use super::Placement;
 
 /// As [`super::clear_run_scalar`], eight entries at a time; stops at the
 /// first eight that hold a gap's opening (the exact step takes those eight),
-/// or where fewer than eight remain. Every value and the span fit in 32 bits
-/// (the caller chose this width for that).
+/// or where fewer than eight remain. Every value and the spans are below
+/// 2^31 ([`super::Word::LIMIT`]): the compares are signed.
 #[target_feature(enable = "avx2")]
 pub(super) fn clear_run_u32(
     placement: &Placement<u32>,
     mut i: usize,
-    span: (u64, u64),
+    spans: &[(u64, u64)],
     offset: &mut u64,
 ) -> usize {
     let (n, columns) = (placement.len(), placement.columns());
     let splat = |x: u64| _mm256_set1_epi32(x as u32 as i32);
-    let (start, end) = (splat(span.0), splat(span.1));
+    // The first span's bounds stay in registers: nearly every group has one.
+    let (start, end) = (splat(spans[0].0), splat(spans[0].1));
     let zero = _mm256_setzero_si256();
-    let (third, back_one) = (
+    let (third, seventh, back_one) = (
         _mm256_set1_epi32(3),
+        _mm256_set1_epi32(7),
         _mm256_setr_epi32(0, 0, 1, 2, 3, 4, 5, 6),
     );
-    let mut running = *offset as u32;
+    // In every lane: moving it between vector and scalar registers costs more.
+    let mut running = splat(*offset);
     while i + 8 <= n {
         // SAFETY: `i + 8 <= n` and every column has `n` elements; unaligned loads.
         let [starts, ends, offsets, aligned_ends] =
             columns.map(|c| unsafe { _mm256_loadu_si256(c.as_ptr().add(i).cast::<__m256i>()) });
-        // Alive: starts by the group's end and ends from its start on.
-        let alive = _mm256_and_si256(at_most(starts, end), at_most(start, ends));
-        let alive_ends = _mm256_and_si256(alive, aligned_ends);
+        // Not alive: for each of the group's spans, starts after it ends or
+        // ends before it starts.
+        let mut dead = _mm256_or_si256(
+            _mm256_cmpgt_epi32(starts, end),
+            _mm256_cmpgt_epi32(start, ends),
+        );
+        for &(s, e) in &spans[1..] {
+            let misses = _mm256_or_si256(
+                _mm256_cmpgt_epi32(starts, splat(e)),
+                _mm256_cmpgt_epi32(splat(s), ends),
+            );
+            dead = _mm256_and_si256(dead, misses);
+        }
+        let alive_ends = _mm256_andnot_si256(dead, aligned_ends);
         // Within each half: [e0, max(e0,e1), max(e0..e2), max(e0..e3)].
-        let halves = _mm256_max_epu32(alive_ends, _mm256_slli_si256::<4>(alive_ends));
-        let halves = _mm256_max_epu32(halves, _mm256_slli_si256::<8>(halves));
+        let halves = _mm256_max_epi32(alive_ends, _mm256_slli_si256::<4>(alive_ends));
+        let halves = _mm256_max_epi32(halves, _mm256_slli_si256::<8>(halves));
         // The low half's maximum carried into the high half.
         let low =
             _mm256_blend_epi32::<0b0000_1111>(_mm256_permutevar8x32_epi32(halves, third), zero);
-        let through = _mm256_max_epu32(halves, low);
+        let through = _mm256_max_epi32(halves, low);
         // Shifted by one lane: the ends before each chunk.
         let shifted =
             _mm256_blend_epi32::<0b0000_0001>(_mm256_permutevar8x32_epi32(through, back_one), zero);
-        let before = _mm256_max_epu32(shifted, _mm256_set1_epi32(running as i32));
-        let stop = _mm256_andnot_si256(at_most(offsets, before), alive);
-        if _mm256_movemask_ps(_mm256_castsi256_ps(stop)) != 0 {
+        let before = _mm256_max_epi32(shifted, running);
+        let stop = _mm256_andnot_si256(dead, _mm256_cmpgt_epi32(offsets, before));
+        if _mm256_testz_si256(stop, stop) == 0 {
             break;
         }
-        running = running.max(_mm256_extract_epi32::<7>(through) as u32);
+        running = _mm256_max_epi32(running, _mm256_permutevar8x32_epi32(through, seventh));
         i += 8;
     }
-    *offset = u64::from(running);
+    *offset = u64::from(_mm256_extract_epi32::<0>(running) as u32);
     i
-}
-
-/// Lane by lane, unsigned: all ones where `a <= b`.
-#[target_feature(enable = "avx2")]
-fn at_most(a: __m256i, b: __m256i) -> __m256i {
-    _mm256_cmpeq_epi32(_mm256_max_epu32(a, b), b)
 }
 
 /// As [`super::clear_run_scalar`], four entries at a time; stops at the first
@@ -86,25 +93,31 @@ fn at_most(a: __m256i, b: __m256i) -> __m256i {
 pub(super) fn clear_run_u64(
     placement: &Placement<u64>,
     mut i: usize,
-    span: (u64, u64),
+    spans: &[(u64, u64)],
     offset: &mut u64,
 ) -> usize {
-    let (n, columns, (start, end)) = (placement.len(), placement.columns(), span);
-    let (start, end) = (
-        _mm256_set1_epi64x(start as i64),
-        _mm256_set1_epi64x(end as i64),
-    );
+    let (n, columns) = (placement.len(), placement.columns());
+    let splat = |x: u64| _mm256_set1_epi64x(x as i64);
+    let (start, end) = (splat(spans[0].0), splat(spans[0].1));
     let zero = _mm256_setzero_si256();
     let mut running = *offset;
     while i + 4 <= n {
         // SAFETY: `i + 4 <= n` and every column has `n` elements; unaligned loads.
         let [starts, ends, offsets, aligned_ends] =
             columns.map(|c| unsafe { _mm256_loadu_si256(c.as_ptr().add(i).cast::<__m256i>()) });
-        // Not alive: starts after the group ends, or ends before it starts.
-        let dead = _mm256_or_si256(
+        // Not alive: for each of the group's spans, starts after it ends or
+        // ends before it starts.
+        let mut dead = _mm256_or_si256(
             _mm256_cmpgt_epi64(starts, end),
             _mm256_cmpgt_epi64(start, ends),
         );
+        for &(s, e) in &spans[1..] {
+            let misses = _mm256_or_si256(
+                _mm256_cmpgt_epi64(starts, splat(e)),
+                _mm256_cmpgt_epi64(splat(s), ends),
+            );
+            dead = _mm256_and_si256(dead, misses);
+        }
         let alive_ends = _mm256_andnot_si256(dead, aligned_ends);
         // [e0, max(e0,e1), max(e0..e2), max(e0..e3)], then shifted by one lane.
         let pairs = max_i64(alive_ends, shift_one(alive_ends, zero));
