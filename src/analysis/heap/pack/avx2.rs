@@ -6,11 +6,12 @@
 //! starts above both `running` and the ends of the alive chunks before it in
 //! the register. Those ends are an exclusive prefix maximum, a few shifts and
 //! maxima within the register, independent of `running`: the only value
-//! carried from one register to the next is `running`, one scalar maximum.
+//! carried from one register to the next is `running`, one maximum.
 //!
 //! The compares are signed (AVX2 has no unsigned ones but equality), which
-//! `Word::vector_exact` makes exact: each width takes this path only when
-//! every offset, end and time of the packing stays below 2^31 or 2^63.
+//! `Word::LIMIT` (32-bit columns hold values below 2^31) and
+//! `Word::vector_exact` (64-bit ones take this path only when every offset,
+//! end and time stays below 2^63) make exact.
 
 use std::arch::x86_64::{
     __m256i, _mm256_and_si256, _mm256_andnot_si256, _mm256_blend_epi32, _mm256_blendv_epi8,
