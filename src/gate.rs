@@ -26,6 +26,8 @@ pub struct CheckResult {
     pub modules: Vec<CheckedModule>,
     /// Files that could not be analyzed.
     pub errors: usize,
+    /// Every file was analyzed, and no module is over the budget or has a
+    /// finding `--fail-on` names: a file that could not be read is not a pass.
     pub passed: bool,
 }
 
@@ -148,9 +150,10 @@ pub fn check(
             }
         })
         .collect();
-    let passed = modules
-        .iter()
-        .all(|m| m.over_by.is_none() && m.failing_findings.is_empty());
+    let passed = report.errors.is_empty()
+        && modules
+            .iter()
+            .all(|m| m.over_by.is_none() && m.failing_findings.is_empty());
     CheckResult {
         budget_bytes: budget,
         whole_program,

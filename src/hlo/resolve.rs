@@ -406,6 +406,19 @@ pub(super) fn resolve_computation(
         arena.get_mut(id).control_predecessors = resolved.into_boxed_slice();
     }
     params.sort_by_key(|(n, _, _)| *n);
+    // A number past the count is surely the wrong one (with 0 and 7 of two,
+    // the 7): named before a gap, which only says where numbering broke.
+    if let Some((n, _, r)) = params.last().filter(|(n, ..)| *n >= params.len() as u64) {
+        return Err(error_at(
+            r,
+            format!(
+                "parameter({n}) of `%{}` is out of range: it has {} parameter(s), numbered from 0",
+                comp.name,
+                params.len()
+            ),
+            "parameter numbers must be 0, 1, 2, ...",
+        ));
+    }
     for (expected, (n, _, r)) in params.iter().enumerate() {
         if *n != expected as u64 {
             let what = if *n < expected as u64 {

@@ -10,9 +10,17 @@
 //! analysis reads have as many as XLA allows; `call`, `while`, `conditional`
 //! and `fusion` pass their callees as many values as those take, of the shapes
 //! they take. Shapes are compared without layouts (as XLA's `Compatible`).
+//!
+//! A fusion body read on demand ([`super::deferred`]) is checked when it is
+//! read; at load, the fusion's shape is checked against the result its
+//! header declares (`-> f32[8] {`), which costs one shape per fusion.
+
+use std::cell::RefCell;
 
 use super::ir::*;
+use super::lower::ShapeCache;
 use super::opcode::Opcode;
+use super::parse::Line;
 use super::shape::{ArrayShape, Shape};
 use crate::error::Error;
 use crate::source::SourceFile;
@@ -28,6 +36,7 @@ pub(super) fn verify(
         file,
         computations,
         lookup: &lookup,
+        declared: RefCell::default(),
     };
     check.call_graph_is_acyclic()?;
     check.aliases_exist(header, &computations[entry.index()])?;
@@ -52,6 +61,7 @@ pub(super) fn verify_body<'a>(
         file,
         computations: &module.computations,
         lookup,
+        declared: RefCell::default(),
     };
     check.computation(comp, module.header.is_scheduled)?;
     match caller {
@@ -64,6 +74,9 @@ struct Verifier<'a> {
     file: &'a SourceFile,
     computations: &'a [Computation],
     lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
+    /// The results headers declare, by their text: thousands of fusion
+    /// bodies return a few hundred shapes.
+    declared: RefCell<ShapeCache<'a>>,
 }
 
 impl<'a> Verifier<'a> {
@@ -469,12 +482,50 @@ impl<'a> Verifier<'a> {
     fn callee_signatures(&self, id: InstrId) -> Result<(), Error> {
         for &(role, callee) in self.instr(id).called.iter() {
             let comp = &self.computations[callee.index()];
-            // A deferred body is checked against its caller when it is read.
+            // A deferred body is checked against its caller when it is read;
+            // its header, now.
             if comp.deferred.is_none() {
                 self.signature(id, (role, callee), comp)?;
+            } else if role == CallRole::Calls {
+                self.declared_result(id, comp)?;
             }
         }
         Ok(())
+    }
+
+    /// The fusion `id` has the shape that the header of `comp`, a body not
+    /// read yet, declares it returns. A header without a signature declares
+    /// nothing.
+    fn declared_result(&self, id: InstrId, comp: &Computation) -> Result<(), Error> {
+        let instr = self.instr(id);
+        let file: &'a SourceFile = self.file;
+        let header = &file.text[comp.span.start as usize..comp.span.end as usize];
+        let Some(arrow) = header.rfind("->") else {
+            return Ok(());
+        };
+        let after = &header[arrow + 2..];
+        let Some(result) = after.trim_end().strip_suffix('{') else {
+            return Ok(());
+        };
+        let text = result.trim();
+        let line = Line {
+            offset: comp.span.start as usize + arrow + 2 + (after.len() - after.trim_start().len()),
+            text,
+        };
+        let declared = super::lower::shape_of(file, line, &mut *self.declared.borrow_mut())?;
+        if compatible(&declared, &instr.shape) {
+            return Ok(());
+        }
+        Err(self.error(
+            id,
+            format!(
+                "`%{}` has shape {}, but `%{}` returns {declared}",
+                self.name_of(instr),
+                instr.shape,
+                comp.name
+            ),
+            "shape does not match the called computation's result",
+        ))
     }
 
     /// `id` calls `comp` (computation `callee`) in the role `role`.

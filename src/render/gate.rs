@@ -72,7 +72,14 @@ pub fn render_check(
                     )?;
                 }
             }
-            if failing.is_empty() {
+            if r.errors > 0 {
+                writeln!(
+                    out,
+                    "::error title=hlomem check::{} (see the errors in the log)",
+                    unanalyzed(r.errors)
+                )?;
+            }
+            if r.passed {
                 writeln!(
                     out,
                     "::notice title=hlomem check::{}",
@@ -109,12 +116,20 @@ pub fn render_check(
                 r.fail_on.join(", ")
             ));
         }
+        if r.errors > 0 {
+            causes.push(unanalyzed(r.errors));
+        }
         writeln!(
             out,
-            "{}FAILED: {} ({} checked)",
+            "{}FAILED: {} ({} checked{})",
             if md { "❌ " } else { "" },
             causes.join(", and "),
-            modules(r.modules.len())
+            modules(r.modules.len()),
+            if r.errors > 0 {
+                "; the errors are above"
+            } else {
+                ""
+            }
         )?;
         for m in &failing {
             writeln!(out)?;
@@ -139,14 +154,15 @@ pub fn render_check(
             }
         }
     }
-    if r.errors > 0 {
-        writeln!(
-            out,
-            "{} files could not be analyzed (see the errors above)",
-            r.errors
-        )?;
-    }
     Ok(())
+}
+
+/// "1 file could not be analyzed".
+fn unanalyzed(n: usize) -> String {
+    match n {
+        1 => "1 file could not be analyzed".to_string(),
+        n => format!("{n} files could not be analyzed"),
+    }
 }
 
 /// "3 modules within the budget of 16.00GiB per device; largest m needs 9.1GiB of HBM".

@@ -180,6 +180,48 @@ fn structural_damage_in_any_body_is_refused_at_load() {
     }
 }
 
+/// A fusion whose shape is not the one its body's header says it returns is
+/// refused at load, at the fusion's line, even where no analysis reads the
+/// body: the same element size (f32 → s32) changes no number, so only the
+/// check can catch it.
+#[test]
+fn a_fusion_that_is_not_its_body_s_declared_result_is_refused_at_load() {
+    let sample = sample_modules()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("mlp_train_nodonate"))
+        .unwrap();
+    let text = std::fs::read_to_string(&sample).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let fusions: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(" fusion(") && l.contains(" = f32["))
+        .map(|(i, _)| i)
+        .collect();
+    assert!(fusions.len() >= 3, "the sample has fusions to damage");
+    for index in fusions {
+        let line = text
+            .lines()
+            .nth(index)
+            .unwrap()
+            .replacen(" = f32[", " = s32[", 1);
+        let path = write(
+            dir.path(),
+            "m_cpu_after_optimizations.txt",
+            &replace_line(&text, index, &line),
+        );
+        let report = analyze(&path, false);
+        let message = report
+            .errors
+            .first()
+            .unwrap_or_else(|| panic!("not refused: {line}"))
+            .error
+            .to_string();
+        assert!(message.contains("returns f32["), "{line}: {message}");
+        assert_eq!(error_line(&report), Some(index + 1), "{line}");
+    }
+}
+
 /// The numbers are the same whether bodies are parsed when read or all at
 /// load, on every sample (each also checked against XLA's own by `samples`).
 #[test]

@@ -98,6 +98,41 @@ fn check_budget_exit_codes() {
     );
 }
 
+/// A file that could not be read fails the gate in every format, whatever
+/// the budget says of the others: the gate cannot vouch for what it did not read.
+#[test]
+fn check_fails_when_a_file_could_not_be_analyzed() {
+    let args = [
+        "check",
+        "no/such/file.txt",
+        "samples/add_nodonate",
+        "--budget",
+        "1G",
+    ];
+    let (code, out, err) = hlomem(&args);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(err.contains("no/such/file.txt"), "{err}");
+    assert!(
+        out.starts_with("FAILED: 1 file could not be analyzed (1 module checked"),
+        "{out}"
+    );
+    let (_, out, _) = hlomem(&[&args[..], &["--format", "json"]].concat());
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        (json["passed"].as_bool(), json["errors"].as_u64()),
+        (Some(false), Some(1))
+    );
+    let (_, out, _) = hlomem(&[&args[..], &["--format", "markdown"]].concat());
+    assert!(out.starts_with("❌ FAILED"), "{out}");
+    let (_, out, _) = hlomem(&[&args[..], &["--format", "github"]].concat());
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("::error ") && l.contains("could not be analyzed"))
+            && !out.contains("::notice"),
+        "{out}"
+    );
+}
+
 #[test]
 fn check_fail_on_a_finding() {
     let (code, out, _) = hlomem(&["check", "samples/add_nodonate/dump", "--fail-on", "HM001"]);

@@ -378,7 +378,7 @@ fn lower_computation_close(file: &SourceFile, line: Line) -> Result<Option<Strin
 }
 
 /// Shapes already lowered, by their text (one table per worker).
-type ShapeCache<'a> = rustc_hash::FxHashMap<&'a str, Arc<Shape>>;
+pub(super) type ShapeCache<'a> = rustc_hash::FxHashMap<&'a str, Arc<Shape>>;
 
 /// Where lowered shapes are kept by their spelling: a worker's table while
 /// loading, the module's shared one for bodies parsed on demand.
