@@ -61,6 +61,33 @@ fn replace_line(text: &str, index: usize, new: &str) -> String {
     lines.join("\n") + "\n"
 }
 
+/// The error the default analysis reports for `text` with line `index`
+/// replaced by `new`: its message and line. Panics if the module is not refused.
+fn refused(dir: &Path, text: &str, index: usize, new: &str) -> (String, usize) {
+    let path = write(
+        dir,
+        "m_cpu_after_optimizations.txt",
+        &replace_line(text, index, new),
+    );
+    let report = analyze(&path, false);
+    let error = report
+        .errors
+        .first()
+        .unwrap_or_else(|| panic!("not refused: {new}"));
+    let (_, line, _) = error.error.location().expect("a position");
+    (error.error.to_string(), line)
+}
+
+/// The text of the `mlp_train_nodonate` sample's module: several fusions,
+/// bodies of one to many lines.
+fn mlp_train_nodonate() -> String {
+    let sample = sample_modules()
+        .into_iter()
+        .find(|p| p.to_string_lossy().contains("mlp_train_nodonate"))
+        .unwrap();
+    std::fs::read_to_string(&sample).unwrap()
+}
+
 fn error_line(report: &hlomem::Report) -> Option<usize> {
     let error = report.errors.first()?;
     Some(error.error.location().map(|(_, line, _)| line).unwrap_or(0))
@@ -123,11 +150,7 @@ fn a_body_only_the_grammar_refuses_is_never_behind_a_number() {
 /// computation that does not exist.
 #[test]
 fn structural_damage_in_any_body_is_refused_at_load() {
-    let sample = sample_modules()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("mlp_train_nodonate"))
-        .unwrap();
-    let text = std::fs::read_to_string(&sample).unwrap();
+    let text = mlp_train_nodonate();
     let dir = tempfile::tempdir().unwrap();
     for (_, body) in fused_bodies(&text) {
         let (first, last) = (body[0], *body.last().unwrap());
@@ -147,19 +170,8 @@ fn structural_damage_in_any_body_is_refused_at_load() {
             if body.len() < 2 && expected != "do not balance" {
                 continue;
             }
-            let path = write(
-                dir.path(),
-                "m_cpu_after_optimizations.txt",
-                &replace_line(&text, index, &new),
-            );
-            let report = analyze(&path, false);
-            let error = report
-                .errors
-                .first()
-                .unwrap_or_else(|| panic!("not refused: {new}"));
-            let message = error.error.to_string();
+            let (message, line) = refused(dir.path(), &text, index, &new);
             assert!(message.contains(expected), "{new}: {message}");
-            let (_, line, _) = error.error.location().expect("a position");
             assert!(
                 line == index + 1 || line == last + 1 || line == first + 1,
                 "{new}: line {line}"
@@ -186,11 +198,7 @@ fn structural_damage_in_any_body_is_refused_at_load() {
 /// check can catch it.
 #[test]
 fn a_fusion_that_is_not_its_body_s_declared_result_is_refused_at_load() {
-    let sample = sample_modules()
-        .into_iter()
-        .find(|p| p.to_string_lossy().contains("mlp_train_nodonate"))
-        .unwrap();
-    let text = std::fs::read_to_string(&sample).unwrap();
+    let text = mlp_train_nodonate();
     let dir = tempfile::tempdir().unwrap();
     let fusions: Vec<usize> = text
         .lines()
@@ -205,20 +213,9 @@ fn a_fusion_that_is_not_its_body_s_declared_result_is_refused_at_load() {
             .nth(index)
             .unwrap()
             .replacen(" = f32[", " = s32[", 1);
-        let path = write(
-            dir.path(),
-            "m_cpu_after_optimizations.txt",
-            &replace_line(&text, index, &line),
-        );
-        let report = analyze(&path, false);
-        let message = report
-            .errors
-            .first()
-            .unwrap_or_else(|| panic!("not refused: {line}"))
-            .error
-            .to_string();
+        let (message, at) = refused(dir.path(), &text, index, &line);
         assert!(message.contains("returns f32["), "{line}: {message}");
-        assert_eq!(error_line(&report), Some(index + 1), "{line}");
+        assert_eq!(at, index + 1, "{line}");
     }
 }
 
