@@ -43,8 +43,23 @@ pub fn human_bytes_signed(delta: i128) -> String {
 /// is zero, or passes 2^64 - 1 bytes is refused rather than rounded.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     let t = text.trim();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')))
+    // An `e` is an exponent only where digits (or a sign and digits) follow:
+    // in `16EiB` it begins the unit, which is then named in the error.
+    let bytes = t.as_bytes();
+    let exponent_at = |i: usize| {
+        let rest = &bytes[i + 1..];
+        let rest = rest
+            .strip_prefix(b"+")
+            .or(rest.strip_prefix(b"-"))
+            .unwrap_or(rest);
+        rest.first().is_some_and(u8::is_ascii_digit)
+    };
+    let split = (0..bytes.len())
+        .find(|&i| match bytes[i] {
+            b'0'..=b'9' | b'.' | b'+' | b'-' => false,
+            b'e' | b'E' => !exponent_at(i),
+            _ => true,
+        })
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
     let scale: u128 = match unit.trim().to_ascii_lowercase().as_str() {
@@ -152,5 +167,8 @@ mod tests {
         ] {
             assert!(parse_size(bad).is_err(), "{bad} must be refused");
         }
+        // A unit that starts with E is named as the unit, not read as an exponent.
+        let error = parse_size("99999999EiB").unwrap_err();
+        assert!(error.contains("unknown unit \"eib\""), "{error}");
     }
 }
