@@ -13,7 +13,7 @@
 //!
 //! A fusion body read on demand ([`super::deferred`]) is checked when it is
 //! read; at load, the fusion's shape is checked against the result its
-//! header declares (`-> f32[8] {`), which costs one shape per fusion.
+//! header declares (`-> f32[8] {`), one shape parse per distinct result.
 
 use std::cell::RefCell;
 
@@ -498,6 +498,7 @@ impl<'a> Verifier<'a> {
     /// nothing.
     fn declared_result(&self, id: InstrId, comp: &Computation) -> Result<(), Error> {
         let instr = self.instr(id);
+        // The cache keeps slices of the file's text: borrowed for `'a`, not `self`.
         let file: &'a SourceFile = self.file;
         let header = &file.text[comp.span.start as usize..comp.span.end as usize];
         let Some(arrow) = header.rfind("->") else {
