@@ -42,6 +42,17 @@ pub fn human_bytes_signed(delta: i128) -> String {
 /// exactly (no floating point): a size that is not a whole number of bytes,
 /// is zero, or passes 2^64 - 1 bytes is refused rather than rounded.
 pub fn parse_size(text: &str) -> Result<u64, String> {
+    match parse_bytes(text)? {
+        0 => Err(format!(
+            "{text:?} is 0 bytes; a budget must be at least 1 byte"
+        )),
+        bytes => Ok(bytes),
+    }
+}
+
+/// [`parse_size`], zero allowed: a limit on growth (`diff --fail-over 0`:
+/// any growth fails).
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     // An `e` is an exponent only where digits (or a sign and digits) follow:
     // in `16EiB` it begins the unit, which is then named in the error.
@@ -101,9 +112,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     }
     let mut value: u128 = digits.parse().unwrap_or(0);
     if value == 0 {
-        return Err(format!(
-            "{text:?} is 0 bytes; a budget must be at least 1 byte"
-        ));
+        return Ok(0);
     }
     value = value.checked_mul(scale).ok_or_else(too_large)?;
     if power >= 0 {
@@ -167,6 +176,9 @@ mod tests {
         ] {
             assert!(parse_size(bad).is_err(), "{bad} must be refused");
         }
+        assert_eq!(parse_bytes("0"), Ok(0));
+        assert_eq!(parse_bytes("0MiB"), Ok(0));
+        assert!(parse_bytes("-0").is_err() && parse_bytes("0.5").is_err());
         // A unit that starts with E is named as the unit, not read as an exponent.
         let error = parse_size("99999999EiB").unwrap_err();
         assert!(error.contains("unknown unit \"eib\""), "{error}");

@@ -8,8 +8,10 @@ use hlomem::render::{self, GateFormat, RenderOptions};
 use super::analyze::load;
 use super::{write_out, Selection, Terminal, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
 
-fn size_arg(name: &str, text: &str) -> Result<u64, u8> {
-    hlomem::units::parse_size(text).map_err(|e| {
+/// A size option: `parse` is `parse_size` (a budget) or `parse_bytes` (a
+/// limit that may be 0).
+fn size_arg(name: &str, text: &str, parse: fn(&str) -> Result<u64, String>) -> Result<u64, u8> {
+    parse(text).map_err(|e| {
         eprintln!("error: {name}: {e}");
         EXIT_INPUT_ERROR
     })
@@ -46,7 +48,10 @@ pub fn check(
             return EXIT_INPUT_ERROR;
         }
     }
-    let budget = match budget.map(|b| size_arg("--budget", b)).transpose() {
+    let budget = match budget
+        .map(|b| size_arg("--budget", b, hlomem::units::parse_size))
+        .transpose()
+    {
         Ok(b) => b,
         Err(code) => return code,
     };
@@ -81,7 +86,10 @@ pub fn diff(
     format: GateFormat,
     term: Terminal,
 ) -> u8 {
-    let limit = match fail_over.map(|s| size_arg("--fail-over", s)).transpose() {
+    let limit = match fail_over
+        .map(|s| size_arg("--fail-over", s, hlomem::units::parse_bytes))
+        .transpose()
+    {
         Ok(l) => l,
         Err(code) => return code,
     };

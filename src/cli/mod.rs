@@ -137,7 +137,8 @@ enum Command {
         old: PathBuf,
         /// The dump after the change (or `-`).
         new: PathBuf,
-        /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, `100M`, bytes).
+        /// Fail (exit 1) when a module's total grew by more than this (`100MiB`, `100M`, bytes;
+        /// 0: any growth).
         #[arg(long, value_name = "SIZE")]
         fail_over: Option<String>,
         /// Also list every changed group and every buffer new or grown at the peak.

@@ -221,6 +221,23 @@ fn diff_reports_the_donation_saving() {
         "8000000",
     ]);
     assert_eq!(code, Some(0), "grew by exactly the limit");
+    // `--fail-over 0`: any growth fails, a shrink or no change passes.
+    let (code, out, _) = hlomem(&[
+        "diff",
+        "samples/add_donate0/dump",
+        "samples/add_nodonate/dump",
+        "--fail-over",
+        "0",
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    for (old, new) in [
+        ("add_nodonate", "add_donate0"),
+        ("add_donate0", "add_donate0"),
+    ] {
+        let (old, new) = (format!("samples/{old}/dump"), format!("samples/{new}/dump"));
+        let (code, out, err) = hlomem(&["diff", &old, &new, "--fail-over", "0"]);
+        assert_eq!(code, Some(0), "{old} -> {new}: {out}{err}");
+    }
 }
 
 #[test]
