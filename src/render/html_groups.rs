@@ -66,11 +66,14 @@ fn bar(
         writeln!(
             out,
             "<tr id=\"m{module}-{kind}-{i}\"><td><i style=\"background:{}\"></i></td><td>{:.1}%</td><td>{}</td>\
-             <td>{} buffers</td><td><code>{}</code></td><td>{}</td><td><small>largest: {}</small></td></tr>",
+             <td>{}</td><td><code>{}</code></td><td>{}</td><td><small>largest: {}</small></td></tr>",
             if i < SEGMENTS { color(i) } else { "#ccc".into() },
             r.size.share * 100.0,
             human_bytes(r.size.bytes),
-            r.size.buffers,
+            match r.size.buffers {
+                1 => "1 buffer".to_string(),
+                n => format!("{n} buffers"),
+            },
             escape(&r.size.shape),
             escape(&r.label),
             escape(&r.size.largest)
