@@ -20,9 +20,13 @@ pub enum Error {
     TooLarge { path: PathBuf, bytes: u64 },
     #[error("{0}")]
     Usage(String),
-    /// Non-UTF-8 bytes; `file` holds the valid text before them.
+    /// Non-UTF-8 bytes; `file` holds the valid text before them (boxed:
+    /// errors are passed around by value, and this one is rare).
     #[error("{} is not UTF-8 text (first bad byte at offset {offset})", file.path.display())]
-    Encoding { file: SourceFile, offset: usize },
+    Encoding {
+        file: Box<SourceFile>,
+        offset: usize,
+    },
     /// A problem at a position in an input file.
     #[error("{}", .0.title)]
     Input(Box<Diagnostic>),
@@ -131,7 +135,14 @@ impl Diagnostic {
             start = file.text.trim_end().len();
         }
         let line_range = file.line_range(start);
-        let line_text = file.text[line_range.clone()].to_string();
+        // As written: metadata set aside from the text is put back.
+        let line_text = file.as_written(line_range.clone());
+        let written = |offset: usize| {
+            file.written_offset(
+                line_range.start,
+                offset.clamp(line_range.start, line_range.end),
+            )
+        };
         // The caret covers whole characters: a span of one byte may start or
         // end inside a multi-byte one (`├──` in XLA's reports).
         let floor = |mut i: usize| {
@@ -146,12 +157,8 @@ impl Diagnostic {
             }
             i
         };
-        let caret_start = floor(start.saturating_sub(line_range.start).min(line_text.len()));
-        let caret_end = ceil(
-            span.end
-                .saturating_sub(line_range.start)
-                .clamp(caret_start, line_text.len()),
-        );
+        let caret_start = floor(written(start).min(line_text.len()));
+        let caret_end = ceil(written(span.end).clamp(caret_start, line_text.len()));
         let (line, column) = file.line_col(start);
         Diagnostic {
             path: file.path.clone(),

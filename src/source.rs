@@ -33,7 +33,11 @@ pub const MAX_FILE_BYTES: u64 = u32::MAX as u64;
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     pub path: PathBuf,
+    /// The text, less what was set aside (`set_aside`): spans index this.
     pub text: String,
+    /// Pieces of the file moved out of `text` after reading; a person is
+    /// always shown the file as written (lines, columns, carets).
+    pub set_aside: SetAside,
 }
 
 impl SourceFile {
@@ -41,10 +45,12 @@ impl SourceFile {
         SourceFile {
             path: path.into(),
             text: text.into(),
+            set_aside: SetAside::default(),
         }
     }
 
-    /// 1-based line and column (in characters) of a byte offset.
+    /// 1-based line and column (in characters, in the file as written) of a
+    /// byte offset into `text`.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
         let before = &self.text.as_bytes()[..offset];
@@ -56,8 +62,20 @@ impl SourceFile {
         let column = self.text[line_start..floor_char_boundary(&self.text, offset)]
             .chars()
             .count()
+            + self.set_aside.chars_between(line_start, offset)
             + 1;
         (line, column)
+    }
+
+    /// The file as written over `range` of `text` (a line, for a caret): the
+    /// pieces set aside put back.
+    pub fn as_written(&self, range: std::ops::Range<usize>) -> String {
+        self.set_aside.restore(&self.text, range)
+    }
+
+    /// Where `offset` of `text` is in [`SourceFile::as_written`]`(from..)`.
+    pub fn written_offset(&self, from: usize, offset: usize) -> usize {
+        offset - from + self.set_aside.bytes_between(from, offset)
     }
 
     /// The byte range of the line containing `offset`, without its line break.
@@ -78,6 +96,107 @@ impl SourceFile {
             end
         };
         start..end.max(start)
+    }
+}
+
+/// Pieces cut out of a file's text, each kept once however often it was cut
+/// (HLO metadata: a third of a dump's bytes, a few thousand distinct values
+/// repeated tens of thousands of times). A cut keeps the piece's first and
+/// last byte in the text (`{...}` becomes `{}`), so a cut is found by where
+/// its closing byte now is, and lines keep their numbers.
+#[derive(Debug, Clone, Default)]
+pub struct SetAside {
+    /// The distinct pieces, whole (`{...}`), back to back.
+    pub text: String,
+    /// Each distinct piece's range in `text`.
+    pieces: Vec<Span>,
+    /// Each cut in text order: the offset of its closing byte in the cut
+    /// text, and its piece.
+    cuts: Vec<(u32, u32)>,
+}
+
+impl SetAside {
+    /// Adds a piece, or finds it among those kept; returns its number.
+    pub fn keep(&mut self, piece: &str, known: &mut rustc_hash::FxHashMap<Box<str>, u32>) -> u32 {
+        if let Some(&id) = known.get(piece) {
+            return id;
+        }
+        let id = self.pieces.len() as u32;
+        let start = self.text.len();
+        self.text.push_str(piece);
+        self.pieces.push(Span::new(start, self.text.len()));
+        known.insert(piece.into(), id);
+        id
+    }
+
+    /// Records a cut of piece `id` whose closing byte is now at `at`
+    /// (offsets increasing).
+    pub fn cut(&mut self, at: usize, id: u32) {
+        self.cuts.push((at as u32, id));
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cuts.is_empty()
+    }
+
+    /// The piece cut out of `{}` at `span` of the cut text, as a range of
+    /// [`SetAside::text`].
+    pub fn piece(&self, span: Span) -> Option<Span> {
+        if span.end != span.start + 2 {
+            return None;
+        }
+        let at = span.start + 1;
+        let i = self.cuts.partition_point(|&(c, _)| c < at);
+        let &(c, id) = self.cuts.get(i)?;
+        (c == at).then(|| self.pieces[id as usize])
+    }
+
+    /// The cuts between two offsets of the cut text: those whose closing
+    /// byte is in `from + 1..=to` (the piece is before its closing byte).
+    fn cuts_between(&self, from: usize, to: usize) -> impl Iterator<Item = Span> + '_ {
+        let first = self.cuts.partition_point(|&(c, _)| c as usize <= from);
+        self.cuts[first..]
+            .iter()
+            .take_while(move |&&(c, _)| c as usize <= to)
+            .map(|&(_, id)| self.pieces[id as usize])
+    }
+
+    /// Bytes cut out between two offsets of the cut text.
+    fn bytes_between(&self, from: usize, to: usize) -> usize {
+        self.cuts_between(from, to)
+            .map(|p| p.range().len() - 2)
+            .sum()
+    }
+
+    /// Characters cut out between two offsets of the cut text.
+    fn chars_between(&self, from: usize, to: usize) -> usize {
+        self.cuts_between(from, to)
+            .map(|p| {
+                self.text[p.start as usize + 1..p.end as usize - 1]
+                    .chars()
+                    .count()
+            })
+            .sum()
+    }
+
+    /// `text[range]` with the pieces cut from it put back.
+    fn restore(&self, text: &str, range: std::ops::Range<usize>) -> String {
+        let mut out = String::with_capacity(range.len());
+        let mut at = range.start;
+        let first = self
+            .cuts
+            .partition_point(|&(c, _)| c as usize <= range.start);
+        for &(c, id) in self.cuts[first..]
+            .iter()
+            .take_while(|&&(c, _)| c as usize <= range.end)
+        {
+            let piece = self.pieces[id as usize];
+            out.push_str(&text[at..c as usize]);
+            out.push_str(&self.text[piece.start as usize + 1..piece.end as usize - 1]);
+            at = c as usize;
+        }
+        out.push_str(&text[at..range.end]);
+        out
     }
 }
 

@@ -386,11 +386,13 @@ impl Module {
         &self.file.text
     }
 
-    /// Whether `needle` occurs anywhere in the module's text: a vectorized
-    /// search, for the markers looked for in a whole dump (a backend's custom
+    /// Whether `needle` occurs anywhere in the module's text or its metadata
+    /// values (set aside from it): a vectorized search, for the markers looked for in a whole dump (a backend's custom
     /// calls, JAX's transformation names).
     pub fn text_contains(&self, needle: &str) -> bool {
-        memchr::memmem::find(self.file.text.as_bytes(), needle.as_bytes()).is_some()
+        [&self.file.text, &self.file.set_aside.text]
+            .iter()
+            .any(|t| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some())
     }
 
     /// The file the module was read from.
@@ -441,47 +443,60 @@ impl Module {
             .map(|a| self.slice(a.value))
     }
 
-    /// The fields of an instruction's `metadata={...}`, parsed when asked for.
+    /// The fields of an instruction's `metadata={...}`, parsed when asked for;
+    /// its spans index [`Module::metadata_text`].
     pub fn metadata(&self, instr: InstrId) -> Metadata {
-        super::metadata::parse(&self.file.text, self.instr(instr).metadata)
+        let (text, span) = self.metadata_source(instr);
+        super::metadata::parse(text, span)
+    }
+
+    /// The text an instruction's metadata was read from: the module's, or the
+    /// values set aside from it (`set_aside`), most often.
+    pub fn metadata_text(&self, instr: InstrId) -> &str {
+        self.metadata_source(instr).0
+    }
+
+    fn metadata_source(&self, instr: InstrId) -> (&str, Span) {
+        let span = self.instr(instr).metadata;
+        match self.file.set_aside.piece(span) {
+            Some(piece) => (&self.file.set_aside.text, piece),
+            None => (&self.file.text, span),
+        }
     }
 
     /// The `op_name` of an instruction's metadata, unescaped.
     pub fn op_name(&self, instr: InstrId) -> Option<String> {
-        self.op_name_in(&self.metadata(instr))
-    }
-
-    fn op_name_in(&self, metadata: &Metadata) -> Option<String> {
-        metadata
-            .op_name
-            .map(|s| super::metadata::unescape(self.slice(s)))
+        let (text, span) = self.metadata_source(instr);
+        op_name_in(text, &super::metadata::parse(text, span))
     }
 
     /// [`Module::op_name`] and [`Module::source_location`] from one read of the metadata.
     pub fn origin(&self, instr: InstrId) -> (Option<String>, Option<SourceLocation>) {
-        let metadata = self.metadata(instr);
-        let location = metadata.source_location(&self.file.text, &self.stack_frames);
-        (self.op_name_in(&metadata), location)
+        let (text, span) = self.metadata_source(instr);
+        let metadata = super::metadata::parse(text, span);
+        let location = metadata.source_location(text, &self.stack_frames);
+        (op_name_in(text, &metadata), location)
     }
 
     /// [`Module::op_name`] and [`Module::stack`] from one read of the metadata.
     pub fn op_name_and_stack(&self, instr: InstrId) -> (Option<String>, Vec<SourceLocation>) {
-        let metadata = self.metadata(instr);
-        let stack = metadata.stack(&self.file.text, &self.stack_frames);
-        (self.op_name_in(&metadata), stack)
+        let (text, span) = self.metadata_source(instr);
+        let metadata = super::metadata::parse(text, span);
+        let stack = metadata.stack(text, &self.stack_frames);
+        (op_name_in(text, &metadata), stack)
     }
 
     /// Where in the user's program an instruction comes from, when the dump says.
     pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
-        self.metadata(instr)
-            .source_location(&self.file.text, &self.stack_frames)
+        let (text, span) = self.metadata_source(instr);
+        super::metadata::parse(text, span).source_location(text, &self.stack_frames)
     }
 
     /// The call stack an instruction comes from, innermost first (empty when
     /// the dump does not say).
     pub fn stack(&self, instr: InstrId) -> Vec<SourceLocation> {
-        self.metadata(instr)
-            .stack(&self.file.text, &self.stack_frames)
+        let (text, span) = self.metadata_source(instr);
+        super::metadata::parse(text, span).stack(text, &self.stack_frames)
     }
 
     /// Entry parameters in parameter-number order.
@@ -493,4 +508,11 @@ impl Module {
     pub fn entry_root(&self) -> InstrId {
         self.entry().root
     }
+}
+
+/// The `op_name` of `metadata` (read from `text`), unescaped.
+fn op_name_in(text: &str, metadata: &Metadata) -> Option<String> {
+    metadata
+        .op_name
+        .map(|s| super::metadata::unescape(text.get(s.range()).unwrap_or("")))
 }

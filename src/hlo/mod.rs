@@ -11,6 +11,7 @@ pub mod metadata;
 pub mod opcode;
 pub mod parse;
 mod resolve;
+mod set_aside;
 pub mod shape;
 mod verify;
 
@@ -35,7 +36,8 @@ pub fn parse_module_complete(
     parse(file, false)
 }
 
-fn parse(file: crate::source::SourceFile, defer: bool) -> Result<Module, crate::error::Error> {
+fn parse(mut file: crate::source::SourceFile, defer: bool) -> Result<Module, crate::error::Error> {
+    set_aside::metadata(&mut file);
     let (name, header, stack_frames, computations, instructions, entry, deferred) = {
         let outline = parse::outline(&file)?;
         let lower::Lowered {

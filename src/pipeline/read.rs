@@ -89,7 +89,7 @@ pub fn decode(path: &Path, mut bytes: Vec<u8>) -> Result<SourceFile, Error> {
             bytes.truncate(offset);
             let text = String::from_utf8(bytes).unwrap_or_default();
             Err(Error::Encoding {
-                file: SourceFile::from_text(path, text),
+                file: Box::new(SourceFile::from_text(path, text)),
                 offset,
             })
         }
