@@ -226,7 +226,7 @@ pub struct Finding {
     pub output_index: Option<Vec<u64>>,
     /// The instruction the finding is about.
     pub instruction: Option<String>,
-    /// Bytes at stake: what the fix would save.
+    /// Bytes at stake, as [`crate::report::FindingReport::bytes`] says.
     pub bytes: u64,
     /// `file:line` of the instruction, when the dump says.
     pub source: Option<String>,

@@ -144,7 +144,7 @@ pub fn render_check(
             for f in &m.other_findings {
                 writeln!(
                     out,
-                    "{}{} {} (saves {}): {}",
+                    "{}{} {} ({} at stake): {}",
                     if md { "  - " } else { "    " },
                     f.code,
                     f.name,

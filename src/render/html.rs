@@ -306,7 +306,7 @@ fn render_module(i: usize, m: &ModuleReport, out: &mut dyn Write) -> io::Result<
                 .unwrap_or_default();
             writeln!(
                 out,
-                "<li><b>{} {}</b> saves {}: {}{at}<br><i>fix:</i> {}</li>",
+                "<li><b>{} {}</b> {} at stake: {}{at}<br><i>fix:</i> {}</li>",
                 f.code,
                 f.name,
                 human_bytes(f.bytes),

@@ -178,7 +178,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     }
     if !m.findings.is_empty() {
         writeln!(out)?;
-        writeln!(out, "| code | saves | finding | fix |")?;
+        writeln!(out, "| code | at stake | finding | fix |")?;
         writeln!(out, "|---|---:|---|---|")?;
         for f in &m.findings {
             let at = f

@@ -253,7 +253,11 @@ pub struct FindingReport {
     pub code: &'static str,
     pub name: &'static str,
     pub severity: crate::findings::Severity,
-    /// Bytes at stake: what the fix would save.
+    /// Bytes at stake: what the fix saves where that is known beforehand
+    /// (HM001-HM004, HM006), else what the finding is about (HM005: the
+    /// temporaries, which only a rematerialization policy or a smaller batch
+    /// can reduce, by an amount the module does not say). Renderers label
+    /// it "at stake", not "saves".
     pub bytes: u64,
     pub message: String,
     pub fix: String,
