@@ -39,8 +39,10 @@ pub fn human_bytes_signed(delta: i128) -> String {
 }
 
 /// Parses `16GiB`, `16G`, `80GB`, `1.5TiB`, `512 MiB`, `1e9` or plain bytes,
-/// exactly (no floating point): a size that is not a whole number of bytes,
-/// is zero, or passes 2^64 - 1 bytes is refused rather than rounded.
+/// in integers (no floating point). A size that is not a whole number of
+/// bytes is rounded to the nearest byte (half up): sizes are printed to two
+/// decimals (`7.63MiB` is 8,000,634.88 bytes), and one copied back should be
+/// taken. Zero, and past 2^64 - 1 bytes, are refused.
 pub fn parse_size(text: &str) -> Result<u64, String> {
     match parse_bytes(text)? {
         0 => Err(format!(
@@ -120,12 +122,14 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
             value = value.checked_mul(10).ok_or_else(too_large)?;
         }
     } else {
-        for _ in 0..power.unsigned_abs() {
-            if !value.is_multiple_of(10) {
-                return Err(format!("{text:?} is not a whole number of bytes"));
+        // value / 10^k, rounded half up; past 10^38 the quotient is 0.
+        value = match 10u128.checked_pow(u32::try_from(power.unsigned_abs()).unwrap_or(u32::MAX)) {
+            Some(divisor) => {
+                let (quotient, remainder) = (value / divisor, value % divisor);
+                quotient + u128::from(remainder >= divisor - remainder)
             }
-            value /= 10;
-        }
+            None => 0,
+        };
     }
     u64::try_from(value).map_err(|_| too_large())
 }
@@ -165,7 +169,7 @@ mod tests {
             "18446744073709551616",
             "16EiB",
             "0.0000001",
-            "1.5",
+            "0.4",
             "0",
             "-1GiB",
             "1e",
@@ -178,7 +182,13 @@ mod tests {
         }
         assert_eq!(parse_bytes("0"), Ok(0));
         assert_eq!(parse_bytes("0MiB"), Ok(0));
-        assert!(parse_bytes("-0").is_err() && parse_bytes("0.5").is_err());
+        assert!(parse_bytes("-0").is_err());
+        // Fractions of a byte round to the nearest: a printed size is taken back.
+        assert_eq!(parse_size("7.63MiB"), Ok(8_000_635));
+        assert_eq!(parse_size("1.5"), Ok(2));
+        assert_eq!(parse_bytes("0.5"), Ok(1));
+        assert_eq!(parse_bytes("0.49"), Ok(0));
+        assert_eq!(parse_size("13.77GiB"), Ok(14_785_424_916));
         // A unit that starts with E is named as the unit, not read as an exponent.
         let error = parse_size("99999999EiB").unwrap_err();
         assert!(error.contains("unknown unit \"eib\""), "{error}");

@@ -170,9 +170,10 @@ fn fifos_odd_names_and_empty_folders() {
 
 /// Budgets are parsed exactly: nothing rounds to another size.
 #[test]
-fn budgets_are_exact_or_refused() {
+fn budgets_are_whole_bytes_or_refused() {
     let sample = "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt";
-    for bad in ["18446744073709551616", "0.0000001", "1.5", "0", "16EiB"] {
+    // 0.0000001 and 0.4 round to 0 bytes.
+    for bad in ["18446744073709551616", "0.0000001", "0.4", "0", "16EiB"] {
         let (code, _, err) = hlomem(&["check", sample, "--budget", bad]);
         assert_eq!(code, Some(2), "--budget {bad}: {err}");
         assert!(err.contains("--budget"), "{err}");
@@ -182,6 +183,11 @@ fn budgets_are_exact_or_refused() {
     assert_eq!(code, Some(0), "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["budget_bytes"], 1u64 << 30);
+    // A size as hlomem prints it is taken back, to the nearest byte.
+    let (code, out, err) = hlomem(&["check", sample, "--budget", "22.89MiB", "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["budget_bytes"], 24_001_905u64);
 }
 
 /// A byte-order mark at the start of a module is not an error.
