@@ -70,9 +70,14 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
     let hidden = modules.len().saturating_sub(options.top);
     if hidden > 0 {
         writeln!(out)?;
+        let what = match hidden {
+            _ if hidden == modules.len() => "modules in the table only".to_string(),
+            1 => "1 more module, in the table only".to_string(),
+            n => format!("{n} more modules, in the table only"),
+        };
         writeln!(
             out,
-            "({hidden} more modules; --top N shows more, --module GLOB picks some)"
+            "({what}; --top N shows the N largest in detail, --module GLOB picks some)"
         )?;
     }
     // --verify covers every module, whatever --top shows in detail.
