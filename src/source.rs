@@ -116,16 +116,12 @@ pub struct SetAside {
 }
 
 impl SetAside {
-    /// Adds a piece, or finds it among those kept; returns its number.
-    pub fn keep(&mut self, piece: &str, known: &mut rustc_hash::FxHashMap<Box<str>, u32>) -> u32 {
-        if let Some(&id) = known.get(piece) {
-            return id;
-        }
+    /// Keeps a distinct piece; returns its number.
+    pub fn add(&mut self, piece: &str) -> u32 {
         let id = self.pieces.len() as u32;
         let start = self.text.len();
         self.text.push_str(piece);
         self.pieces.push(Span::new(start, self.text.len()));
-        known.insert(piece.into(), id);
         id
     }
 

@@ -15,40 +15,45 @@
 //! brace on the same line. Anything else stays as written, for the grammar to
 //! read or refuse.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::source::{SetAside, SourceFile};
 
 const KEY: &[u8] = b", metadata={";
 
+/// A text is searched in parts of at least this many bytes, on all cores.
+const PART_BYTES: usize = 1 << 20;
+
 /// Cuts the metadata values out of `file.text` into `file.set_aside`.
 pub(super) fn metadata(file: &mut SourceFile) {
-    let bytes = file.text.as_bytes();
-    let mut set_aside = SetAside::default();
-    let mut known = FxHashMap::default();
-    // (the value's opening brace, its closing brace, its piece), in text order.
-    let mut cuts: Vec<(usize, usize, u32)> = Vec::new();
-    for hit in memchr::memmem::find_iter(bytes, KEY) {
-        // Inside the value cut last (in one of its strings): part of it.
-        if cuts.last().is_some_and(|&(_, close, _)| hit < close) {
-            continue;
-        }
-        let open = hit + KEY.len() - 1;
-        let line_start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |p| p + 1);
-        if !at_top_level(&bytes[line_start..hit]) {
-            continue;
-        }
-        let Some(close) = closing_brace(bytes, open) else {
-            continue;
-        };
-        if close == open + 1 {
-            continue; // `metadata={}`: nothing to move
-        }
-        let id = set_aside.keep(&file.text[open..=close], &mut known);
-        cuts.push((open, close, id));
-    }
-    if cuts.is_empty() {
+    let text = file.text.as_str();
+    let parts = (text.len() / PART_BYTES).clamp(1, 4 * rayon::current_num_threads());
+    let bounds = line_bounds(text.as_bytes(), parts);
+    let parts: Vec<Part> = bounds
+        .par_windows(2)
+        .map(|w| Part::find(text, w[0]..w[1]))
+        .collect();
+    if parts.iter().all(|p| p.cuts.is_empty()) {
         return;
+    }
+    // The parts' distinct values, made distinct across parts.
+    let mut set_aside = SetAside::default();
+    let mut known: FxHashMap<&str, u32> = FxHashMap::default();
+    // (the value's opening brace, its closing brace, its piece), in text order.
+    let mut cuts: Vec<(usize, usize, u32)> =
+        Vec::with_capacity(parts.iter().map(|p| p.cuts.len()).sum());
+    for part in parts {
+        let ids: Vec<u32> = part
+            .pieces
+            .iter()
+            .map(|&piece| *known.entry(piece).or_insert_with(|| set_aside.add(piece)))
+            .collect();
+        cuts.extend(
+            part.cuts
+                .into_iter()
+                .map(|(open, close, local)| (open, close, ids[local as usize])),
+        );
     }
     drop(known);
     // SAFETY: each cut removes the bytes strictly between an ASCII `{` and
@@ -67,6 +72,69 @@ pub(super) fn metadata(file: &mut SourceFile) {
     // Gives the cut bytes back (a big text is its own mapping: it shrinks in place).
     text.shrink_to_fit();
     file.set_aside = set_aside;
+}
+
+/// `parts + 1` offsets that split `bytes` into about equal runs of whole
+/// lines (fewer where lines are long).
+fn line_bounds(bytes: &[u8], parts: usize) -> Vec<usize> {
+    let mut bounds = vec![0];
+    for i in 1..parts {
+        let from = (bytes.len() / parts * i).max(*bounds.last().unwrap_or(&0));
+        match memchr::memchr(b'\n', &bytes[from..]) {
+            Some(p) if from + p + 1 < bytes.len() => bounds.push(from + p + 1),
+            _ => break,
+        }
+    }
+    bounds.push(bytes.len());
+    bounds.dedup();
+    bounds
+}
+
+/// The metadata values to cut in a run of whole lines.
+struct Part<'t> {
+    /// The `{` and `}` of each value, in text order, and its piece.
+    cuts: Vec<(usize, usize, u32)>,
+    /// The part's distinct values, whole (`{...}`), by piece number.
+    pieces: Vec<&'t str>,
+}
+
+impl<'t> Part<'t> {
+    fn find(text: &'t str, range: std::ops::Range<usize>) -> Part<'t> {
+        let bytes = text.as_bytes();
+        let mut part = Part {
+            cuts: Vec::new(),
+            pieces: Vec::new(),
+        };
+        let mut known: FxHashMap<&str, u32> = FxHashMap::default();
+        for hit in memchr::memmem::find_iter(&bytes[range.clone()], KEY) {
+            let hit = range.start + hit;
+            // Inside the value cut last (in one of its strings): part of it.
+            if part.cuts.last().is_some_and(|&(_, close, _)| hit < close) {
+                continue;
+            }
+            let open = hit + KEY.len() - 1;
+            let line_start = memchr::memrchr(b'\n', &bytes[range.start..hit])
+                .map_or(range.start, |p| range.start + p + 1);
+            if !at_top_level(&bytes[line_start..hit]) {
+                continue;
+            }
+            let line_end =
+                memchr::memchr(b'\n', &bytes[open..range.end]).map_or(range.end, |p| open + p);
+            let Some(close) = closing_brace(&bytes[..line_end], open) else {
+                continue;
+            };
+            if close == open + 1 {
+                continue; // `metadata={}`: nothing to move
+            }
+            let piece = &text[open..=close];
+            let id = *known.entry(piece).or_insert_with(|| {
+                part.pieces.push(piece);
+                part.pieces.len() as u32 - 1
+            });
+            part.cuts.push((open, close, id));
+        }
+        part
+    }
 }
 
 /// Whether the end of `prefix` (a line up to `, metadata={`) is outside
@@ -120,28 +188,28 @@ const SPECIAL: [bool; 256] = {
     table
 };
 
-/// The closing quote of the `"` string opening at `open` (escapes skipped),
-/// on its line.
-fn string_end(bytes: &[u8], open: usize) -> Option<usize> {
+/// The closing quote of the `"` string opening at `open` (escapes skipped)
+/// in `line`, which ends where its line does.
+fn string_end(line: &[u8], open: usize) -> Option<usize> {
     let mut i = open + 1;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'"' => return Some(i),
-            b'\\' => i += 2,
-            b'\n' => return None,
-            _ => i += 1,
+    loop {
+        i += memchr::memchr2(b'"', b'\\', line.get(i..)?)?;
+        if line[i] == b'"' {
+            return Some(i);
         }
+        i += 2;
     }
-    None
 }
 
 /// The brace closing the `{` at `open` as the grammar's `brace_group` reads
-/// it (strings skipped, braces nested), on the same line.
-fn closing_brace(bytes: &[u8], open: usize) -> Option<usize> {
+/// it (strings skipped, braces nested) in `line`, which ends where its line
+/// does.
+fn closing_brace(line: &[u8], open: usize) -> Option<usize> {
     let mut depth = 0usize;
     let mut i = open;
-    while i < bytes.len() {
-        match bytes[i] {
+    loop {
+        i += memchr::memchr3(b'{', b'}', b'"', line.get(i..)?)?;
+        match line[i] {
             b'{' => depth += 1,
             b'}' => {
                 depth -= 1;
@@ -149,13 +217,10 @@ fn closing_brace(bytes: &[u8], open: usize) -> Option<usize> {
                     return Some(i);
                 }
             }
-            b'"' => i = string_end(bytes, i)?,
-            b'\n' => return None,
-            _ => {}
+            _ => i = string_end(line, i)?,
         }
         i += 1;
     }
-    None
 }
 
 #[cfg(test)]
@@ -266,5 +331,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// A text of several parts, searched on all cores, is cut as one part is.
+    #[test]
+    fn parts_are_cut_as_the_whole_is() {
+        let mut text = String::new();
+        let mut i = 0;
+        while text.len() < 5 * PART_BYTES / 2 {
+            text.push_str(&format!(
+                "  %a.{i} = f32[2]{{0}} add(%x, %y), metadata={{op_name=\"jit(f)/add\" source_line={}}}\n",
+                i % 7
+            ));
+            i += 1;
+        }
+        let bounds = line_bounds(text.as_bytes(), 3);
+        assert_eq!((bounds.len(), bounds[0], bounds[3]), (4, 0, text.len()));
+        assert!(bounds[1..3]
+            .iter()
+            .all(|&b| text.as_bytes()[b - 1] == b'\n'));
+        let whole = Part::find(&text, 0..text.len());
+        let parts: Vec<_> = bounds
+            .windows(2)
+            .flat_map(|w| Part::find(&text, w[0]..w[1]).cuts)
+            .map(|(open, close, _)| (open, close))
+            .collect();
+        let whole_cuts: Vec<_> = whole
+            .cuts
+            .iter()
+            .map(|&(open, close, _)| (open, close))
+            .collect();
+        assert_eq!((whole_cuts.len(), &parts), (i, &whole_cuts));
+        assert_eq!(whole.pieces.len(), 7);
+        let file = cut(&text);
+        assert_eq!(file.set_aside.text.matches("op_name").count(), 7);
+        assert_eq!(file.as_written(0..file.text.len()), text);
     }
 }
