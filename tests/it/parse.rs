@@ -16,7 +16,7 @@ fn unknown_opcodes_and_attributes_parse_generically() {
          }\n",
     );
     let y = m.instr(m.entry_root());
-    assert_eq!(y.opcode, Opcode::Other("quantum-entangle".into()));
+    assert_eq!(y.opcode, Opcode::Other(Box::new("quantum-entangle".into())));
     assert_eq!(
         m.attribute(m.entry_root(), "spooky_action"),
         Some("at_a_distance")
