@@ -196,6 +196,18 @@ impl SetAside {
     }
 }
 
+/// A table of the bytes in `bytes`, for scans that skip every other byte
+/// with one lookup.
+pub const fn byte_set(bytes: &[u8]) -> [bool; 256] {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < bytes.len() {
+        table[bytes[i] as usize] = true;
+        i += 1;
+    }
+    table
+}
+
 fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
     while !text.is_char_boundary(offset) {
         offset -= 1;

@@ -667,16 +667,7 @@ fn scan_line<'a>(
 }
 
 /// The bytes [`scan_line`] stops at: brackets, `=` and the opening quote of a string.
-const SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut k = 0;
-    let special = b"()[]{}=\"";
-    while k < special.len() {
-        table[special[k] as usize] = true;
-        k += 1;
-    }
-    table
-};
+const SPECIAL: [bool; 256] = crate::source::byte_set(b"()[]{}=\"");
 
 /// At the `=` at `eq`: if the key before it names computations, the names
 /// after it (`%c` or `{%a, %b}`).

@@ -177,16 +177,7 @@ fn at_top_level(prefix: &[u8]) -> bool {
 }
 
 /// The bytes [`at_top_level`] looks at.
-const SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut i = 0;
-    let special = b"\"/()[]{}'";
-    while i < special.len() {
-        table[special[i] as usize] = true;
-        i += 1;
-    }
-    table
-};
+const SPECIAL: [bool; 256] = crate::source::byte_set(b"\"/()[]{}'");
 
 /// The closing quote of the `"` string opening at `open` (escapes skipped)
 /// in `line`, which ends where its line does.
