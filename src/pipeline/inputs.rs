@@ -123,6 +123,13 @@ pub fn collect_with_stdin(paths: &[PathBuf], stdin: Option<Arc<[u8]>>) -> Vec<In
             }
         }
     }
+    // A file named twice (itself, and inside a folder also given) is
+    // analyzed once, under the key it was first found with.
+    let mut files = std::collections::HashSet::new();
+    out.retain(|input| {
+        input.bytes.is_some()
+            || std::fs::canonicalize(&input.path).map_or(true, |file| files.insert(file))
+    });
     out
 }
 

@@ -25,6 +25,30 @@ fn analyze_exits_0_and_prints_json() {
     assert_eq!(module["outputs"][0]["aliases_parameter"]["number"], 0);
 }
 
+/// A file named on its own and again inside a folder given too is analyzed once.
+#[test]
+fn a_file_named_twice_is_analyzed_once() {
+    let out = hlomem()
+        .args([
+            "analyze",
+            "samples/add_donate0",
+            SAMPLE,
+            "./samples/add_donate0/dump",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let modules = json["modules"].as_array().unwrap();
+    assert_eq!(modules.len(), 1, "{modules:#?}");
+    assert_eq!(
+        modules[0]["key"],
+        "samples/add_donate0/dump/module_0000.jit_fn"
+    );
+}
+
 #[test]
 fn broken_input_exits_2_with_position_and_no_report() {
     let out = hlomem()
