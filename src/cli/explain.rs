@@ -39,9 +39,16 @@ pub fn run(
     let text = String::from_utf8_lossy(&bytes);
     let mut messages = oom::read_all(&text);
     let Some(lead) = oom::lead_index(&messages) else {
+        // Said first: a binary or compressed file is the likelier mistake.
+        let not_text = std::str::from_utf8(&bytes).err().map_or(String::new(), |e| {
+            format!(
+                "\n  {name} is not UTF-8 text (first bad byte at offset {}): a binary or compressed file?",
+                e.valid_up_to()
+            )
+        });
         let _ = writeln!(
             stderr,
-            "error: no out-of-memory message found in {name}\n  looked for: {}\n  (hlomem explains XLA's messages; paste the whole error, tracebacks and log lines are fine)",
+            "error: no out-of-memory message found in {name}{not_text}\n  looked for: {}\n  (hlomem explains XLA's messages; paste the whole error, tracebacks and log lines are fine)",
             oom::LOOKED_FOR
         );
         return EXIT_INPUT_ERROR;

@@ -155,6 +155,14 @@ fn text_that_is_not_an_oom_message_exits_2() {
         "{err}"
     );
     assert!(err.contains("looked for"), "{err}");
+    assert!(!err.contains("not UTF-8"), "{err}");
+    // A binary file is said to be one.
+    let (code, _, err) = explain(&["tests/bad_inputs/garbage.bin"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("tests/bad_inputs/garbage.bin is not UTF-8 text (first bad byte at offset 4)"),
+        "{err}"
+    );
 }
 
 #[test]
