@@ -135,6 +135,13 @@ impl Diagnostic {
             start = file.text.trim_end().len();
         }
         let line_range = file.line_range(start);
+        // A span that starts in the line's indentation (a whole instruction)
+        // starts at its first word, where the caret and column then point.
+        let line = &file.text[line_range.clone()];
+        let first_word = line_range.start + (line.len() - line.trim_start().len());
+        if start < first_word && span.end > first_word {
+            start = first_word;
+        }
         // As written: metadata set aside from the text is put back.
         let line_text = file.as_written(line_range.clone());
         let written = |offset: usize| {
