@@ -129,7 +129,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 g.size.share * 100.0,
                 human_bytes(g.size.bytes),
                 g.size.buffers,
-                g.size.shape,
+                super::short_shape(&g.size.shape),
                 one_line(&g.place()).replace('|', "\\|")
             )?;
         }

@@ -24,6 +24,16 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A shape for a table cell: a long tuple's is cut after `MAX` characters
+/// (the JSON has it whole), so that one buffer does not widen every row.
+fn short_shape(shape: &str) -> String {
+    const MAX: usize = 48;
+    match shape.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &shape[..cut]),
+        None => shape.to_string(),
+    }
+}
+
 use crate::usage::source::short as short_path;
 
 /// `analyze --format`. Each command has its own set: a format a command does

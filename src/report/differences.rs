@@ -54,7 +54,7 @@ impl Difference {
                 // The gap is named: two sizes a few MiB apart print alike
                 // (`82.26GiB` and `82.26GiB`).
                 format!(
-                    "the total ({}) is {} above the live peak ({}) because memory is reserved for the whole run: at the peak, {}",
+                    "what must fit ({}) is {} above the live peak ({}) because memory is reserved for the whole run: at the peak, {}",
                     human_bytes(*total_bytes),
                     human_bytes(total_bytes.saturating_sub(*live_peak_bytes)),
                     human_bytes(*live_peak_bytes),

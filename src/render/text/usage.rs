@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::{bold, write_table};
-use crate::render::{one_line, RenderOptions};
+use crate::render::{one_line, short_shape, RenderOptions};
 use crate::report::ModuleReport;
 use crate::units::human_bytes;
 use crate::usage::{GroupSize, Phase, Role, ScopeNode};
@@ -76,7 +76,7 @@ pub(super) fn write_peak(
             percent(&g.size),
             human_bytes(g.size.bytes),
             buffers(g.size.buffers),
-            g.size.shape.clone(),
+            short_shape(&g.size.shape),
             place,
         ]);
     }
