@@ -431,7 +431,11 @@ impl Module {
             .attributes
             .iter()
             .find(|a| self.slice(a.name) == name)
-            .map(|a| self.slice(a.value))
+            .map(|a| match self.file.set_aside.piece(a.value) {
+                // `backend_config={...}`, set aside (`set_aside`).
+                Some(piece) => &self.file.set_aside.text[piece.range()],
+                None => self.slice(a.value),
+            })
     }
 
     /// Attribute name/value pairs of the header that have no typed field.

@@ -1,16 +1,18 @@
-//! Moves every instruction's `metadata={...}` out of a module's text before
-//! it is parsed.
+//! Moves every instruction's `metadata={...}` and `backend_config={...}` out
+//! of a module's text before it is parsed.
 //!
 //! Metadata is a third of a dump's bytes (op names, source files, stack frame
 //! ids), yet a 48-layer training step has 1,652 distinct values over 30,204
-//! instructions. Kept once each beside the text ([`SetAside`]), they cost a
-//! twentieth of what they did, and the grammar reads `metadata={}` where the
-//! text had the whole value. The pieces are read back through
-//! [`crate::hlo::Module::metadata`]; lines and columns shown to a person are
+//! instructions; backend configs are a tenth of a GPU or TPU dump's, with a
+//! dozen distinct values over hundreds of fusions. Kept once each beside the
+//! text ([`SetAside`]), they cost a twentieth of what they did, and the
+//! grammar reads `metadata={}` where the text had the whole value. The pieces
+//! are read back through [`crate::hlo::Module::metadata`] and
+//! [`crate::hlo::Module::attribute`]; lines and columns shown to a person are
 //! those of the file as written ([`SourceFile::line_col`]).
 //!
-//! The cut is made only where the text is certainly an instruction's
-//! `metadata` attribute as the grammar reads it: after `, ` at the top level
+//! The cut is made only where the text is certainly such an attribute as the
+//! grammar reads it: after `, ` at the top level
 //! of its line (outside strings, comments and brackets), and closed by its
 //! brace on the same line. Anything else stays as written, for the grammar to
 //! read or refuse.
@@ -20,7 +22,9 @@ use rustc_hash::FxHashMap;
 
 use crate::source::{SetAside, SourceFile};
 
-const KEY: &[u8] = b", metadata={";
+/// The attributes whose values are set aside (the brace form: a quoted
+/// `backend_config="..."` stays).
+const KEYS: [&[u8]; 2] = [b", metadata={", b", backend_config={"];
 
 /// A text is searched in parts of at least this many bytes, on all cores.
 const PART_BYTES: usize = 1 << 20;
@@ -106,13 +110,21 @@ impl<'t> Part<'t> {
             pieces: Vec::new(),
         };
         let mut known: FxHashMap<&str, u32> = FxHashMap::default();
-        for hit in memchr::memmem::find_iter(&bytes[range.clone()], KEY) {
-            let hit = range.start + hit;
+        // Both keys' places, in text order.
+        let mut hits: Vec<(usize, usize)> = KEYS
+            .iter()
+            .flat_map(|key| {
+                memchr::memmem::find_iter(&bytes[range.clone()], key)
+                    .map(|hit| (range.start + hit, key.len()))
+            })
+            .collect();
+        hits.sort_unstable();
+        for (hit, key_len) in hits {
             // Inside the value cut last (in one of its strings): part of it.
             if part.cuts.last().is_some_and(|&(_, close, _)| hit < close) {
                 continue;
             }
-            let open = hit + KEY.len() - 1;
+            let open = hit + key_len - 1;
             let line_start = memchr::memrchr(b'\n', &bytes[range.start..hit])
                 .map_or(range.start, |p| range.start + p + 1);
             if !at_top_level(&bytes[line_start..hit]) {
@@ -259,7 +271,7 @@ mod tests {
         for text in [
             // inside a string, a bracket, a comment, after a single-quoted string
             "%a = f32[] custom-call(), backend_config=\"x, metadata={y}\"\n",
-            "%a = f32[] custom-call(), backend_config={x, metadata={y}}\n",
+            "%a = f32[] custom-call(), frontend_attributes={x, metadata={y}}\n",
             "%a = f32[] custom-call(), /* , metadata={y} */ x=1\n",
             "%a = f32[] custom-call(), x='}', metadata={y}\n",
             // not closed on its line
@@ -277,6 +289,16 @@ mod tests {
         let file = cut("%a = f32[] add(), metadata={op_name=\", metadata={x}\"}\n");
         assert_eq!(file.text, "%a = f32[] add(), metadata={}\n");
         assert_eq!(file.set_aside.text, "{op_name=\", metadata={x}\"}");
+        // A backend config is set aside too, and a key inside its strings is part of it.
+        let file = cut("%f = f32[] fusion(), backend_config={\"k\":\", metadata={x}\"}, metadata={op_name=\"f\"}\n");
+        assert_eq!(
+            file.text,
+            "%f = f32[] fusion(), backend_config={}, metadata={}\n"
+        );
+        assert_eq!(
+            file.set_aside.text,
+            "{\"k\":\", metadata={x}\"}{op_name=\"f\"}"
+        );
     }
 
     /// Random lines made of the pieces that matter: whatever is cut, the

@@ -204,3 +204,22 @@ fn metadata_is_read_when_asked_and_odd_fields_are_left_out() {
     assert_eq!(m.op_name(z), None);
     assert_eq!(m.source_location(z), None);
 }
+
+/// Metadata and backend configs are set aside from the text before parsing
+/// (`hlo/set_aside.rs`); both read back whole, and the text keeps `{}`.
+#[test]
+fn set_aside_values_read_back_whole() {
+    let config = r#"{"aliasing_operands":{"lists":[{"indices":["0","1"]}]},"s":"}{"}"#;
+    let m = parse(&format!(
+        "HloModule m\n\n\
+         ENTRY %e (x: f32[8]) -> f32[8] {{\n  \
+           %x = f32[8]{{0}} parameter(0), metadata={{op_name=\"x\"}}\n  \
+           ROOT %y = f32[8]{{0}} custom-call(%x), custom_call_target=\"t\", backend_config={config}, metadata={{op_name=\"jit(f)/y\"}}\n\
+         }}\n"
+    ));
+    let y = m.entry_root();
+    assert_eq!(m.attribute(y, "backend_config"), Some(config));
+    assert_eq!(m.op_name(y).as_deref(), Some("jit(f)/y"));
+    assert!(m.text().contains("backend_config={}, metadata={}"));
+    assert!(m.text_contains("aliasing_operands"));
+}
