@@ -10,14 +10,24 @@ fn hlomem() -> Command {
 
 const SAMPLE: &str = "samples/add_donate0/dump/module_0000.jit_fn.cpu_after_optimizations.txt";
 
-#[test]
-fn analyze_exits_0_and_prints_json() {
+/// `hlomem analyze ARGS --format json`: the exit code and the report.
+fn analyze_json(args: &[&str]) -> (Option<i32>, serde_json::Value) {
     let out = hlomem()
-        .args(["analyze", SAMPLE, "--format", "json"])
+        .arg("analyze")
+        .args(args)
+        .args(["--format", "json"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn analyze_exits_0_and_prints_json() {
+    let (code, json) = analyze_json(&[SAMPLE]);
+    assert_eq!(code, Some(0));
     let module = &json["modules"][0];
     assert_eq!(module["name"], "jit_fn");
     assert_eq!(module["parameters"][0]["bytes"], 8_000_000);
@@ -28,19 +38,8 @@ fn analyze_exits_0_and_prints_json() {
 /// A file named on its own and again inside a folder given too is analyzed once.
 #[test]
 fn a_file_named_twice_is_analyzed_once() {
-    let out = hlomem()
-        .args([
-            "analyze",
-            "samples/add_donate0",
-            SAMPLE,
-            "./samples/add_donate0/dump",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, json) = analyze_json(&["samples/add_donate0", SAMPLE, "./samples/add_donate0/dump"]);
+    assert_eq!(code, Some(0));
     let modules = json["modules"].as_array().unwrap();
     assert_eq!(modules.len(), 1, "{modules:#?}");
     assert_eq!(
@@ -66,18 +65,8 @@ fn broken_input_exits_2_with_position_and_no_report() {
 
 #[test]
 fn one_bad_file_among_good_ones_still_reports_the_good_ones() {
-    let out = hlomem()
-        .args([
-            "analyze",
-            SAMPLE,
-            "tests/bad_inputs/empty.txt",
-            "--format",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, json) = analyze_json(&[SAMPLE, "tests/bad_inputs/empty.txt"]);
+    assert_eq!(code, Some(2));
     assert_eq!(json["modules"].as_array().unwrap().len(), 1);
     assert_eq!(json["errors"][0]["file"], "tests/bad_inputs/empty.txt");
     assert_eq!(json["errors"][0]["line"], 1);
