@@ -37,7 +37,7 @@ pub fn parse_module_complete(
 }
 
 fn parse(mut file: crate::source::SourceFile, defer: bool) -> Result<Module, crate::error::Error> {
-    set_aside::metadata(&mut file);
+    set_aside::values(&mut file);
     let (name, header, stack_frames, computations, instructions, entry, deferred) = {
         let outline = parse::outline(&file)?;
         let lower::Lowered {

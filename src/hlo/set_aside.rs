@@ -29,8 +29,9 @@ const KEYS: [&[u8]; 2] = [b", metadata={", b", backend_config={"];
 /// A text is searched in parts of at least this many bytes, on all cores.
 const PART_BYTES: usize = 1 << 20;
 
-/// Cuts the metadata values out of `file.text` into `file.set_aside`.
-pub(super) fn metadata(file: &mut SourceFile) {
+/// Cuts the `metadata` and `backend_config` values out of `file.text` into
+/// `file.set_aside`.
+pub(super) fn values(file: &mut SourceFile) {
     let text = file.text.as_str();
     let parts = (text.len() / PART_BYTES).clamp(1, 4 * rayon::current_num_threads());
     let bounds = line_bounds(text.as_bytes(), parts);
@@ -94,7 +95,7 @@ fn line_bounds(bytes: &[u8], parts: usize) -> Vec<usize> {
     bounds
 }
 
-/// The metadata values to cut in a run of whole lines.
+/// The values to cut in a run of whole lines.
 struct Part<'t> {
     /// The `{` and `}` of each value, in text order, and its piece.
     cuts: Vec<(usize, usize, u32)>,
@@ -232,7 +233,7 @@ mod tests {
 
     fn cut(text: &str) -> SourceFile {
         let mut file = SourceFile::from_text("t.txt", text);
-        metadata(&mut file);
+        values(&mut file);
         file
     }
 
