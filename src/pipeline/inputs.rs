@@ -92,7 +92,9 @@ fn classify(name: &str) -> Option<(String, Stage)> {
 
 /// Files found in folders (recursively, symlinks followed once) and files
 /// given directly, as modules to analyze, in a stable order. A folder with
-/// no HLO module in it is returned as itself, for the reader to report.
+/// no HLO module in it is returned as itself, for the reader to report, and
+/// so is anything under a folder that could not be searched (a folder it
+/// may not read, a symlink loop, a dangling link).
 pub fn collect(paths: &[PathBuf]) -> Vec<Input> {
     collect_with_stdin(paths, None)
 }
@@ -128,6 +130,7 @@ pub fn collect_with_stdin(paths: &[PathBuf], stdin: Option<Arc<[u8]>>) -> Vec<In
     let mut files = std::collections::HashSet::new();
     out.retain(|input| {
         input.bytes.is_some()
+            || input.unreadable.is_some()
             || std::fs::canonicalize(&input.path).map_or(true, |file| files.insert(file))
     });
     out
@@ -163,9 +166,11 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
         });
         return;
     }
-    let mut files = Vec::new();
-    let mut seen = Vec::new();
-    walk(path, 0, &mut seen, &mut files);
+    let mut found = Walk::default();
+    walk(path, 0, &mut found);
+    let Walk {
+        files, problems, ..
+    } = found;
     // key → (stage, path): the latest stage wins.
     let mut modules: BTreeMap<String, (Stage, PathBuf)> = BTreeMap::new();
     let mut not_regular = Vec::new();
@@ -201,7 +206,7 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
             }
         }
     }
-    if modules.is_empty() && not_regular.is_empty() {
+    if modules.is_empty() && not_regular.is_empty() && problems.is_empty() {
         out.push(Input {
             path: path.to_path_buf(),
             key: path.display().to_string(),
@@ -226,6 +231,27 @@ fn collect_one(path: &Path, out: &mut Vec<Input>) {
         });
     }
     out.extend(not_regular);
+    out.extend(
+        problems
+            .into_iter()
+            .map(|(at, reason)| problem(path, at, reason)),
+    );
+}
+
+/// An input for something under the folder `root` that could not be
+/// searched: an error naming it, beside the modules that could.
+fn problem(root: &Path, at: PathBuf, reason: String) -> Input {
+    let key = match at.strip_prefix(root) {
+        Ok(sub) if !sub.as_os_str().is_empty() => sub.display().to_string(),
+        _ => at.display().to_string(),
+    };
+    Input {
+        unreadable: Some(format!("{} {reason}", at.display())),
+        path: at,
+        key,
+        unoptimized: false,
+        bytes: None,
+    }
 }
 
 /// How deep folders are searched; dumps are one or two levels.
@@ -250,38 +276,97 @@ fn special_kind(file_type: std::fs::FileType) -> &'static str {
     "not a regular file"
 }
 
-/// Collects the files under `dir`, each with `Some(kind)` when it is not a
-/// regular file (reading a FIFO would wait forever).
-fn walk(
-    dir: &Path,
-    depth: usize,
-    seen: &mut Vec<PathBuf>,
-    out: &mut Vec<(PathBuf, Option<&'static str>)>,
-) {
-    // Symlink loops: each real folder is read once.
-    let Ok(real) = dir.canonicalize() else { return };
-    if depth > MAX_DEPTH || seen.contains(&real) {
+/// What a walk of a folder found: files (each with `Some(kind)` when it is
+/// not a regular file: reading a FIFO would wait forever), and paths that
+/// could not be searched, with why. A module may be behind any of those, so
+/// each is reported as an error rather than skipped.
+#[derive(Default)]
+struct Walk {
+    files: Vec<(PathBuf, Option<&'static str>)>,
+    problems: Vec<(PathBuf, String)>,
+    /// Every real folder read, so a folder linked twice is read once.
+    seen: std::collections::HashSet<PathBuf>,
+    /// The real folders from the given one down to the current one: a link
+    /// back to one of them is a loop.
+    ancestors: Vec<PathBuf>,
+}
+
+/// Collects what is under `dir` into `walk`.
+fn walk(dir: &Path, depth: usize, walk_state: &mut Walk) {
+    let real = match dir.canonicalize() {
+        Ok(real) => real,
+        Err(e) => return walk_state.problems.push((dir.to_path_buf(), io_reason(&e))),
+    };
+    if let Some(ancestor) = walk_state.ancestors.iter().find(|a| **a == real) {
+        let reason = format!(
+            "is a symlink back to {}, a folder above it: a loop, not searched",
+            ancestor.display()
+        );
+        return walk_state.problems.push((dir.to_path_buf(), reason));
+    }
+    // Reached before through another link: its files are listed already.
+    if !walk_state.seen.insert(real.clone()) {
         return;
     }
-    seen.push(real);
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+    if depth > MAX_DEPTH {
+        let reason = format!("is more than {MAX_DEPTH} folders deep: not searched");
+        return walk_state.problems.push((dir.to_path_buf(), reason));
+    }
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => return walk_state.problems.push((dir.to_path_buf(), io_reason(&e))),
     };
-    let mut entries: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    entries.sort();
-    for path in entries {
-        // Follows symlinks: a linked module file or folder is read.
-        let Ok(metadata) = std::fs::metadata(&path) else {
-            continue;
-        };
-        if metadata.is_dir() {
-            walk(&path, depth + 1, seen, out);
-        } else if metadata.is_file() {
-            out.push((path, None));
-        } else {
-            out.push((path, Some(special_kind(metadata.file_type()))));
+    let mut paths = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => paths.push(entry.path()),
+            Err(e) => walk_state.problems.push((dir.to_path_buf(), io_reason(&e))),
         }
     }
+    paths.sort();
+    walk_state.ancestors.push(real);
+    for path in paths {
+        visit(path, depth, walk_state);
+    }
+    walk_state.ancestors.pop();
+}
+
+/// One entry of a folder: followed if a link, searched if a folder, listed
+/// if a file, and a problem if it cannot be looked at.
+fn visit(path: PathBuf, depth: usize, walk_state: &mut Walk) {
+    // Follows symlinks: a linked module file or folder is read.
+    match std::fs::metadata(&path) {
+        Ok(metadata) if metadata.is_dir() => walk(&path, depth + 1, walk_state),
+        Ok(metadata) if metadata.is_file() => walk_state.files.push((path, None)),
+        Ok(metadata) => {
+            let kind = special_kind(metadata.file_type());
+            walk_state.files.push((path, Some(kind)));
+        }
+        Err(e) => {
+            let reason = link_reason(&path, &e);
+            walk_state.problems.push((path, reason));
+        }
+    }
+}
+
+/// Why `path`, whose target could not be looked at (`error`), was not read:
+/// a dangling link names what it points to.
+fn link_reason(path: &Path, error: &std::io::Error) -> String {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return io_reason(error);
+    }
+    let target = std::fs::read_link(path).map_or_else(|_| "?".into(), |t| t.display().to_string());
+    if error.kind() == std::io::ErrorKind::NotFound {
+        format!("is a dangling symlink (to {target}, which does not exist): not searched")
+    } else {
+        format!("is a symlink to {target} that cannot be followed ({error}): not searched")
+    }
+}
+
+/// An I/O error as the end of "PATH ...".
+fn io_reason(error: &std::io::Error) -> String {
+    format!("cannot be read: {error}")
 }
 
 #[cfg(test)]

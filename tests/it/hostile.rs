@@ -67,7 +67,7 @@ fn empty_unreadable_and_looping_folders() {
         "{err}"
     );
 
-    // A symlink loop inside a dump: walked once, the module still analyzed.
+    // A symlink loop inside a dump: an error naming it, the module still analyzed.
     let looping = scratch("loop");
     std::fs::copy(
         "samples/add_nodonate/dump/module_0000.jit_fn.cpu_after_optimizations.txt",
@@ -77,9 +77,11 @@ fn empty_unreadable_and_looping_folders() {
     #[cfg(unix)]
     std::os::unix::fs::symlink(&looping, looping.join("again")).unwrap();
     let (code, out, err) = hlomem(&["analyze", "--format", "json", looping.to_str().unwrap()]);
-    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(code, Some(if cfg!(unix) { 2 } else { 0 }), "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["modules"].as_array().unwrap().len(), 1);
+    #[cfg(unix)]
+    std::fs::remove_file(looping.join("again")).unwrap();
 
     // Unrelated files in a dump folder are not modules.
     std::fs::write(looping.join("notes.md"), "# not HLO").unwrap();

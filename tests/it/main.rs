@@ -7,6 +7,7 @@ mod corpus;
 mod deferred;
 mod errors;
 mod explain;
+mod folders;
 mod gate;
 mod hostile;
 mod html;
