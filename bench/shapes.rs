@@ -75,6 +75,29 @@ pub fn fan_out(n: usize) -> String {
     t
 }
 
+/// An unscheduled module of `n` values without a source line, each reading
+/// the one before twice (`add(v, v)`), whose last user has one: every value
+/// is charged to that line through the others (the peak is early, where
+/// `big` is live). Carrying each value's list
+/// of roots forward doubled the lists at every level (2^n; an 83 KB TPU
+/// before-optimizations module took 20 GB).
+pub fn diamonds(n: usize) -> String {
+    let mut t = String::from(
+        "HloModule diamonds, entry_computation_layout={(f32[4096]{0})->f32[16]{0}}\n\n\
+         ENTRY main {\n  p = f32[4096]{0} parameter(0)\n  big = f32[4096]{0} negate(p)\n  \
+         v0 = f32[16]{0} slice(big), slice={[0:16]}\n",
+    );
+    for i in 1..n {
+        let _ = writeln!(t, "  v{i} = f32[16]{{0}} add(v{0}, v{0})", i - 1);
+    }
+    let _ = writeln!(
+        t,
+        "  ROOT r = f32[16]{{0}} negate(v{}), metadata={{op_name=\"jit(f)/neg\" source_file=\"f.py\" source_line=3}}\n}}",
+        n - 1
+    );
+    t
+}
+
 /// A `concatenate` of `n` operands, all the same parameter.
 pub fn wide_concatenate(n: usize) -> String {
     let operands = vec!["p"; n].join(", ");

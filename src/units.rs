@@ -28,36 +28,12 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
-/// A signed difference in the same format, with an explicit sign.
-pub fn human_bytes_signed(delta: i128) -> String {
-    let magnitude = human_bytes(u64::try_from(delta.unsigned_abs()).unwrap_or(u64::MAX));
-    if delta < 0 {
-        format!("-{magnitude}")
-    } else {
-        format!("+{magnitude}")
-    }
-}
-
-/// Parses `16GiB`, `16G`, `80GB`, `1.5TiB`, `512 MiB`, `1e9` or plain bytes,
-/// in integers (no floating point). A size that is not a whole number of
-/// bytes is rounded to the nearest byte (half up): sizes are printed to two
-/// decimals (`7.63MiB` is 8,000,634.88 bytes), and one copied back should be
-/// taken. Zero, and past 2^64 - 1 bytes, are refused.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    match parse_bytes(text)? {
-        0 => Err(format!(
-            "{text:?} is 0 bytes; a budget must be at least 1 byte"
-        )),
-        bytes => Ok(bytes),
-    }
-}
-
-/// [`parse_size`], zero allowed: a limit on growth (`diff --fail-over 0`:
-/// any growth fails).
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+/// A size's number and unit (`16` and `GiB` of `16 GiB`; the unit is empty
+/// for bare bytes). An `e` is an exponent only where digits (or a sign and
+/// digits) follow: in `16EiB` it begins the unit, which is then named in the
+/// error.
+fn split_unit(text: &str) -> (&str, &str) {
     let t = text.trim();
-    // An `e` is an exponent only where digits (or a sign and digits) follow:
-    // in `16EiB` it begins the unit, which is then named in the error.
     let bytes = t.as_bytes();
     let exponent_at = |i: usize| {
         let rest = &bytes[i + 1..];
@@ -75,7 +51,56 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         })
         .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    let scale: u128 = match unit.trim().to_ascii_lowercase().as_str() {
+    (number, unit.trim())
+}
+
+/// A signed difference in the same format, with an explicit sign.
+pub fn human_bytes_signed(delta: i128) -> String {
+    let magnitude = human_bytes(u64::try_from(delta.unsigned_abs()).unwrap_or(u64::MAX));
+    if delta < 0 {
+        format!("-{magnitude}")
+    } else {
+        format!("+{magnitude}")
+    }
+}
+
+/// A budget: [`parse_bytes`], and at least 1 MiB unless written in bytes
+/// (`107B`). No device has less, so `--budget 16` (16 bytes) or
+/// `0.0000001GiB` (107 bytes) is a slip, refused with the size it was
+/// probably meant to be, never taken as a budget that fails every module.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let bytes = parse_bytes(text)?;
+    let (number, unit) = split_unit(text);
+    if bytes > 0 && bytes < 1 << 20 && !unit.eq_ignore_ascii_case("b") {
+        return Err(if unit.is_empty() {
+            format!(
+                "{number:?} is {bytes} bytes, less than any device has: did you mean {number}GiB? \
+                 (write {number}B if you mean bytes)"
+            )
+        } else {
+            format!(
+                "{text:?} is {bytes} bytes, less than any device has; write {bytes}B if you mean it"
+            )
+        });
+    }
+    match bytes {
+        0 => Err(format!(
+            "{text:?} is 0 bytes; a budget must be at least 1 byte"
+        )),
+        bytes => Ok(bytes),
+    }
+}
+
+/// Parses `16GiB`, `16G`, `80GB`, `1.5TiB`, `512 MiB`, `1e9` or plain bytes,
+/// in integers (no floating point). A size with a unit that is not a whole
+/// number of bytes is rounded to the nearest byte (half up): sizes are
+/// printed to two decimals (`7.63MiB` is 8,000,634.88 bytes), and one copied
+/// back should be taken. A bare number is bytes and must be whole (`1.5` is
+/// no size). Past 2^64 - 1 bytes is refused; zero is allowed here (a limit on
+/// growth, `diff --fail-over 0`: any growth fails), not in [`parse_size`].
+pub fn parse_bytes(text: &str) -> Result<u64, String> {
+    let (number, unit) = split_unit(text);
+    let scale: u128 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "kb" => 1_000,
         "mb" => 1_000_000,
@@ -106,6 +131,14 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         return Err(not_a_size());
     }
     let too_large = || format!("{text:?} is more than 2^64 - 1 bytes");
+    // A fraction of a byte is a slip when no unit says what it is a fraction
+    // of (`--budget 1.5`); with one it is a printed size taken back.
+    let not_whole = || {
+        format!(
+            "{text:?} is not a whole number of bytes; add a unit (e.g. {}GiB) or give whole bytes",
+            number.trim()
+        )
+    };
     // value = digits × 10^power × scale, computed in integers.
     let power = i64::from(exponent) - fraction.len() as i64;
     let digits = digits.trim_start_matches('0');
@@ -126,8 +159,12 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         value = match 10u128.checked_pow(u32::try_from(power.unsigned_abs()).unwrap_or(u32::MAX)) {
             Some(divisor) => {
                 let (quotient, remainder) = (value / divisor, value % divisor);
+                if remainder != 0 && unit.is_empty() {
+                    return Err(not_whole());
+                }
                 quotient + u128::from(remainder >= divisor - remainder)
             }
+            None if unit.is_empty() => return Err(not_whole()),
             None => 0,
         };
     }
@@ -158,10 +195,11 @@ mod tests {
         assert_eq!(parse_size("16G"), Ok(16 << 30));
         assert_eq!(parse_size("80GB"), Ok(80_000_000_000));
         assert_eq!(parse_size("1.5TiB"), Ok(1_649_267_441_664));
-        assert_eq!(parse_size("1000"), Ok(1000));
+        assert_eq!(parse_size("1000B"), Ok(1000));
+        assert_eq!(parse_size("2000000"), Ok(2_000_000));
         assert_eq!(parse_size("512 MiB"), Ok(512 << 20));
         assert_eq!(parse_size("1e9"), Ok(1_000_000_000));
-        assert_eq!(parse_size("2.5e3"), Ok(2500));
+        assert_eq!(parse_size("2.5e6"), Ok(2_500_000));
         assert_eq!(parse_size("18446744073709551615"), Ok(u64::MAX));
         for bad in [
             "lots",
@@ -185,9 +223,27 @@ mod tests {
         assert!(parse_bytes("-0").is_err());
         // Fractions of a byte round to the nearest: a printed size is taken back.
         assert_eq!(parse_size("7.63MiB"), Ok(8_000_635));
-        assert_eq!(parse_size("1.5"), Ok(2));
-        assert_eq!(parse_bytes("0.5"), Ok(1));
-        assert_eq!(parse_bytes("0.49"), Ok(0));
+        assert_eq!(parse_bytes("0.5KiB"), Ok(512));
+        assert_eq!(parse_bytes("0.00049KiB"), Ok(1));
+        // ... but a bare number is bytes, and a fraction of one is a slip.
+        for bare in ["1.5", "0.5", "1e-3", "2.0000001e6"] {
+            let error = parse_bytes(bare).unwrap_err();
+            assert!(
+                error.contains("not a whole number of bytes"),
+                "{bare}: {error}"
+            );
+        }
+        assert_eq!(parse_bytes("2.5e3"), Ok(2500));
+        // A budget under 1 MiB is a slip unless written in bytes.
+        let error = parse_size("16").unwrap_err();
+        assert!(error.contains("did you mean 16GiB?"), "{error}");
+        let error = parse_size("0.0000001GiB").unwrap_err();
+        assert!(
+            error.contains("is 107 bytes") && error.contains("107B"),
+            "{error}"
+        );
+        assert_eq!(parse_size("107B"), Ok(107));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
         assert_eq!(parse_size("13.77GiB"), Ok(14_785_424_916));
         // A unit that starts with E is named as the unit, not read as an exponent.
         let error = parse_size("99999999EiB").unwrap_err();

@@ -14,7 +14,7 @@ pub mod scope;
 pub mod source;
 
 use rayon::prelude::*;
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use serde::Serialize;
 
@@ -256,38 +256,61 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
         }
     }
     // Users in schedule order; a user with no line of its own (a
-    // get-tuple-element, another XLA-made op) passes the search on to its users.
-    let mut pending: HashMap<crate::hlo::InstrId, Vec<crate::hlo::InstrId>> = wanted
+    // get-tuple-element, another XLA-made op) passes the search on to its
+    // users. A value is charged to the first user in schedule order, with a
+    // line, that reads it directly or through such line-less users.
+    //
+    // Each user with a line walks back through the line-less values it reads
+    // that no earlier user has walked through: the first to reach a value is
+    // the earliest, so every value is walked once (linear, where carrying
+    // each value's list of roots forward duplicated the lists at every
+    // diamond and grew exponentially on an unscheduled module).
+    let mut carries: HashSet<crate::hlo::InstrId> = wanted
         .keys()
         .filter(|i| !found.contains_key(i))
-        .map(|&i| (i, vec![i]))
+        .copied()
         .collect();
-    // Counted, not pruned from `pending` as they are found: a pass over
-    // `pending` per user found was quadratic on a big training step.
-    let mut unresolved = pending.len();
+    let mut unresolved = carries.len();
+    let mut walked: HashSet<crate::hlo::InstrId> = HashSet::default();
+    let mut stack_walk: Vec<crate::hlo::InstrId> = Vec::new();
     for &user in &model.schedule.order {
         if unresolved == 0 {
             break;
         }
-        let mut roots: Vec<crate::hlo::InstrId> = Vec::new();
-        for o in module.instr(user).operands.iter() {
-            if let Some(r) = pending.get(o) {
-                roots.extend(r.iter().filter(|r| !found.contains_key(r)));
-            }
-        }
-        if roots.is_empty() {
+        let operands = &module.instr(user).operands;
+        if !operands
+            .iter()
+            .any(|o| carries.contains(o) && !walked.contains(o))
+        {
             continue;
         }
         let stack = stack_of(user);
         if stack.is_empty() {
-            pending.entry(user).or_default().extend(roots);
+            carries.insert(user);
             continue;
         }
-        for r in roots {
-            if let std::collections::hash_map::Entry::Vacant(e) = found.entry(r) {
-                e.insert(stack.clone());
-                unresolved -= 1;
+        stack_walk.extend(
+            operands
+                .iter()
+                .filter(|o| carries.contains(o) && !walked.contains(o)),
+        );
+        while let Some(value) = stack_walk.pop() {
+            if !walked.insert(value) {
+                continue;
             }
+            if wanted.contains_key(&value) {
+                if let std::collections::hash_map::Entry::Vacant(e) = found.entry(value) {
+                    e.insert(stack.clone());
+                    unresolved -= 1;
+                }
+            }
+            stack_walk.extend(
+                module
+                    .instr(value)
+                    .operands
+                    .iter()
+                    .filter(|o| carries.contains(o) && !walked.contains(o)),
+            );
         }
     }
     for (instr, indices) in wanted {
