@@ -52,8 +52,9 @@ from ._model import (
     Source,
     SpaceBytes,
 )
+from ._signature import SignatureMismatch
 from ._targets import GPU_TARGETS, TARGET_NAMES, Target, TargetArg, gpu_target
-from ._verdict import Verdict
+from ._verdict import CompiledProgram, ProgramArray, Verdict
 from ._xla_dump import XlaTotals
 
 
@@ -77,6 +78,7 @@ __all__ = [
     "CheckResult",
     "CheckedModule",
     "Comparison",
+    "CompiledProgram",
     "DevicelessCompiled",
     "Diagnosis",
     "Explanation",
@@ -88,7 +90,9 @@ __all__ = [
     "Memory",
     "MemoryAnalysis",
     "OutOfBudget",
+    "ProgramArray",
     "Report",
+    "SignatureMismatch",
     "SpaceBytes",
     "Target",
     "TargetArg",
@@ -247,7 +251,9 @@ def _budget_arg(budget: str | int) -> str:
         raise TypeError(f"budget is a size like '16GiB' or a number of bytes, not {budget!r}")
     if isinstance(budget, int) and budget < 1:
         raise ValueError(f"budget must be at least 1 byte, not {budget}")
-    return str(budget)
+    # An int is bytes, said so: the command refuses a bare number under
+    # 1 MiB as a slip for GiB, which a program's own count is not.
+    return f"{budget}B" if isinstance(budget, int) else budget
 
 
 def assert_fits(
@@ -306,12 +312,14 @@ def assert_fits(
 
 def fits(compiled: DevicelessCompiled) -> Verdict:
     """Whether a program from :func:`compile_for` fits on one device of its
-    target: ``str(hlomem.fits(c))`` is ``"fits on one H100 with 11.3 GiB to
-    spare: needs 48 GiB (XLA's buffer assignment: the same) (...)"`` or
-    ``"needs 97 GiB of HBM, a v5e chip has 16 GiB (...)"``; ``bool()`` of it
-    and ``.fits`` say the same as data. What it needs is the device memory
-    ``hlomem check`` compares with a budget (per device); ``.xla_bytes`` is
-    XLA's own figure for it, from the compile's buffer assignment report."""
+    target. ``str(hlomem.fits(c))`` starts with the decision (``"does not
+    fit: needs 41.32 GiB, JAX's share of an A100 40GB is 29.54 GiB, over by
+    11.78 GiB"``), then the device's memory and XLA's own figure, then what
+    was compiled (the function, its arguments' dtypes, the biggest ones);
+    ``bool()`` of it and ``.fits`` say the same as data. What it needs is
+    the device memory ``hlomem check`` compares with a budget (per device);
+    ``.xla_bytes`` is XLA's own figure for it, from the compile's buffer
+    assignment report."""
     if not isinstance(compiled, DevicelessCompiled):
         raise TypeError(
             "fits() needs a program from hlomem.compile_for (it knows its target); "
@@ -323,8 +331,16 @@ def fits(compiled: DevicelessCompiled) -> Verdict:
 
 def _verdict(compiled: DevicelessCompiled, result: CheckResult) -> Verdict:
     xla = compiled.xla_totals
+    program = compiled.program
+    if program is not None:
+        # Each argument's bytes, as the module holds them on one device.
+        program = program.with_bytes(_analyze_for(compiled.as_text(), compiled.target))
     return Verdict(
-        compiled.target, result.modules[0].bytes, xla.device_bytes if xla is not None else None
+        compiled.target,
+        result.modules[0].bytes,
+        xla.device_bytes if xla is not None else None,
+        program=program,
+        unfinished=compiled.unfinished,
     )
 
 
@@ -347,8 +363,28 @@ def _check_for(hlo_text: str, target: Target, budget: int) -> CheckResult:
     return CheckResult(_parse_json(process), source)
 
 
+def _message_bytes(x: object) -> bytes:
+    """The text ``explain`` reads: what :func:`analyze` takes, less
+    compiled programs. A ``str`` is the message itself (a message has one
+    line as often as not, so it is never taken for a path); a path is a log
+    file."""
+    if isinstance(x, BaseException):
+        return str(x).encode("utf-8")
+    if isinstance(x, str):
+        return x.encode("utf-8")
+    if isinstance(x, (bytes, bytearray, memoryview)):
+        return bytes(x)
+    if isinstance(x, os.PathLike):
+        with open(os.fspath(x), "rb") as log:
+            return log.read()
+    raise TypeError(
+        "explain reads an out-of-memory message: an exception, its text (str or bytes), "
+        f"or the path of a log file (pathlib.Path); got {type(x).__name__}"
+    )
+
+
 def explain(
-    message_text: str | BaseException,
+    message_text: str | bytes | BaseException | os.PathLike[str],
     dump: PathArg | None = None,
     *,
     also_on: Sequence[TargetArg] = (),
@@ -371,16 +407,17 @@ def explain(
         except Exception as e:
             print(hlomem.explain(e, also_on=["tpu-v5p:2x2x1"], fn=step, args=(state, batch)))
 
-    Raises :class:`HlomemError` when the text holds no out-of-memory message.
+    ``message_text`` may also be bytes, or a ``pathlib.Path`` of a log file;
+    anything else is a ``TypeError``. Raises :class:`HlomemError` when the
+    text holds no out-of-memory message.
     """
-    if isinstance(message_text, BaseException):
-        message_text = str(message_text)
+    message = _message_bytes(message_text)
     if also_on and fn is None:
         raise TypeError("also_on compiles the step for those targets: give fn= and args=")
     options: tuple[str, ...] = ()
     if dump is not None:
         options = ("--dump", os.path.abspath(os.fspath(dump)))
-    source = Source("-", message_text.encode("utf-8"), options)
+    source = Source("-", message, options)
     process = run(["explain", "-", *options, "--format", "json"], source.stdin)
     if process.returncode != 0:
         raise failure(process)
@@ -388,6 +425,10 @@ def explain(
     if also_on:
         assert fn is not None
         explanation._comparison = compare_targets(
-            fn, *args, targets=also_on, failed=message_text, **(compile_kwargs or {})
+            fn,
+            *args,
+            targets=also_on,
+            failed=message.decode("utf-8", "replace"),
+            **(compile_kwargs or {}),
         )
     return explanation

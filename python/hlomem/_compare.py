@@ -6,11 +6,11 @@ each, optionally beside what a device that ran out of memory said it needed.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ._targets import TargetArg, gib, resolve_target
-from ._verdict import Verdict
+from ._verdict import CompiledProgram, Verdict, _unfinished
 
 if TYPE_CHECKING:
     from . import OutOfBudget
@@ -80,9 +80,20 @@ class Comparison:
         width = max((len(v.target.name) for v in self.verdicts), default=0)
         lines = [f"{head} (compiled here, no device needed):"]
         for verdict in self.verdicts:
-            refused = "refused by its compiler: " if verdict.at_least else ""
-            lines.append(f"  {verdict.target.name:<{width}}  {refused}{verdict}")
+            lines.append(f"  {verdict.target.name:<{width}}  {verdict.headline}")
+            if verdict.unfinished is not None:
+                lines.append(f"  {'':<{width}}  {_unfinished(verdict.unfinished)}")
+        # The arguments are the same on every target (each compile was
+        # checked against them): said once.
+        program = next((v.program for v in self.verdicts if v.program is not None), None)
+        if program is not None:
+            lines.append(f"  {_without_versions(program)}")
         return "\n".join(lines)
+
+
+def _without_versions(program: CompiledProgram) -> str:
+    # Each target's compiler has its own version; jax's is in the verdicts.
+    return str(replace(program, versions={}))
 
 
 def compare_targets(

@@ -17,6 +17,13 @@ function travels with ``cloudpickle`` when it is installed (the ``tpu`` and
 else with ``pickle``, which needs a function the child can import by name (a
 module-level function of an importable module; the child gets this
 process's ``sys.path``).
+
+The child compiles what the caller would: JAX's settings travel in the
+request and are set before the function is unpickled (``_forward.py`` says
+which), XLA's flags in the environment. Then the check of ``_signature.py``
+compares the compiled module's entry parameters and results with the
+function traced here: a compile that is not the caller's program is an
+error, never a verdict.
 """
 
 from __future__ import annotations
@@ -32,14 +39,18 @@ import sys
 import tempfile
 import time
 import types
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import _signature
 from ._binary import HlomemError
+from ._forward import config_to_send, flags_with_dump
+from ._signature import Expected
 from ._targets import Target, TargetArg, resolve_target
-from ._verdict import Verdict
+from ._verdict import CompiledProgram, Verdict
 from ._xla_dump import XlaTotals, read_dump
 
 __all__ = [
@@ -51,6 +62,11 @@ __all__ = [
 
 # What libtpu needs to compile without a TPU or its metadata server.
 _CHILD_ENV = {"JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1", "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"}
+
+# Tests only: JAX settings the child sets after the caller's, to make a
+# child that compiles another program than the caller's (the signature
+# check must catch it).
+_CHILD_CONFIG_FOR_TESTS: dict[str, Any] = {}
 
 # compiled.memory_analysis()'s fields that the child reports.
 _MEMORY_FIELDS = (
@@ -88,15 +104,27 @@ class DevicelessCompiled:
     :func:`hlomem.analyze`, :func:`hlomem.assert_fits` (whose budget is then
     the target's usable memory by default) and :func:`hlomem.fits` take it.
     It cannot run: there is no device.
+
+    When the compile failed after XLA wrote its buffer assignment (a GPU's
+    CUB sort cannot finish deviceless), :attr:`unfinished` is the
+    compiler's error and the program is the module XLA had optimized and
+    assigned buffers to; ``memory_analysis()`` then raises (jax had no
+    executable to ask), and hlomem's analysis reads the module as it reads
+    any other.
     """
 
     def __init__(
         self,
         target: Target,
         hlo_text: str,
-        memory: MemoryAnalysis,
+        memory: MemoryAnalysis | None,
         versions: dict[str, str],
         xla_totals: XlaTotals | None = None,
+        *,
+        program: CompiledProgram | None = None,
+        unfinished: str | None = None,
+        dump: Path | None = None,
+        config_sent: dict[str, Any] | None = None,
     ) -> None:
         self.target = target
         self._hlo_text = hlo_text
@@ -107,6 +135,18 @@ class DevicelessCompiled:
         #: memory space's), read from the compile's dump; ``None`` if XLA
         #: wrote none. :func:`hlomem.fits` shows them beside hlomem's.
         self.xla_totals = xla_totals
+        #: What was compiled (the function, its arguments' names, shapes and
+        #: dtypes), checked against the compiled module's entry.
+        self.program = program
+        #: The compiler's error when the compile did not finish after XLA
+        #: wrote its buffer assignment; ``None`` for a finished compile.
+        self.unfinished = unfinished
+        #: XLA's dump folder of the compile, when ``keep_dump`` kept it (for
+        #: ``hlomem analyze --verify``); else ``None``: it was removed.
+        self.dump = dump
+        #: The JAX settings the compiling process took from this one
+        #: because its own differed (name -> value).
+        self.config_sent = dict(config_sent or {})
 
     def as_text(self) -> str:
         """The optimized HLO module that XLA's buffer assignment ran on (the
@@ -117,10 +157,20 @@ class DevicelessCompiled:
 
     def memory_analysis(self) -> MemoryAnalysis:
         """XLA's ``memory_analysis()`` of the compile."""
+        if self._memory is None:
+            raise HlomemError(
+                f"the compile for {self.target.name} did not finish ({self.unfinished}), so "
+                "jax has no memory_analysis(); hlomem.analyze(compiled).memory has the numbers "
+                "of the module XLA assigned buffers to"
+            )
         return self._memory
 
     def __repr__(self) -> str:
         m = self._memory
+        if m is None:
+            return (
+                f"DevicelessCompiled(target={self.target.name!r}, unfinished={self.unfinished!r})"
+            )
         return (
             f"DevicelessCompiled(target={self.target.name!r}, "
             f"argument={m.argument_size_in_bytes}, output={m.output_size_in_bytes}, "
@@ -137,6 +187,7 @@ def compile_for(
     out_shardings: Any = None,
     donate_argnums: int | Sequence[int] = (),
     progress: bool = True,
+    keep_dump: bool | str | os.PathLike[str] = False,
     **jit_kwargs: Any,
 ) -> DevicelessCompiled:
     """Compiles ``jax.jit(fn)`` for ``args`` on ``target`` without the device.
@@ -153,14 +204,23 @@ def compile_for(
     of them) on that mesh. Other keywords go to ``jax.jit``.
 
     The compile runs in a child process (see the module's documentation);
-    ``fn`` must be picklable there. Prints a line on standard error when it
-    starts and ends unless ``progress=False``: a large TPU compile takes
+    ``fn`` must be picklable there. This process's JAX settings (all of
+    ``jax.config`` but where and how a process runs: ``_forward.py``) and
+    its ``XLA_FLAGS`` and ``LIBTPU_INIT_ARGS`` go with it. The compiled
+    module's entry parameters and results are then checked against ``fn``
+    traced here: :class:`hlomem.SignatureMismatch` if they differ (another
+    program than yours was compiled). Prints a line on standard error when
+    it starts and ends unless ``progress=False``: a large TPU compile takes
     minutes.
 
     The child also has XLA write its dump (``--xla_dump_to``, into a
-    temporary folder): XLA's buffer assignment totals come from it
-    (:attr:`DevicelessCompiled.xla_totals`), and, when the compiler refuses,
-    the module it refused.
+    temporary folder, or into ``keep_dump``'s folder, which must be new or
+    empty; ``keep_dump=True`` keeps a temporary one):
+    XLA's buffer assignment totals come from it
+    (:attr:`DevicelessCompiled.xla_totals`), and, when the compiler refuses
+    or fails after assigning buffers, the module it had optimized. A
+    compile that fails after XLA wrote its buffer assignment is returned,
+    with :attr:`DevicelessCompiled.unfinished` saying why.
 
     Raises :class:`hlomem.OutOfBudget` when the target's compiler refuses the
     program for memory (TPU checks HBM while compiling): its message starts
@@ -174,27 +234,49 @@ def compile_for(
     _require_backend(resolved)
     if (in_shardings is not None or out_shardings is not None) and mesh is None:
         raise ValueError("in_shardings and out_shardings are PartitionSpecs on `mesh`: give mesh")
+    name = getattr(fn, "__name__", type(fn).__name__)
+    abstract = _abstract(args)
+    # What the compiled module must take and return: fn traced here, in
+    # this process's configuration.
+    expected = _signature.expected(
+        fn,
+        abstract,
+        mesh=mesh,
+        in_shardings=in_shardings,
+        out_shardings=out_shardings,
+        static_argnums=jit_kwargs.get("static_argnums"),
+        static_argnames=jit_kwargs.get("static_argnames"),
+    )
+    config, unsent = config_to_send()
+    if unsent:
+        warnings.warn(
+            f"these JAX settings cannot be sent to the compiling process (their values do not "
+            f"pickle) and keep its defaults there: {', '.join(unsent)}",
+            stacklevel=2,
+        )
     request = {
         "target": resolved,
         "fn": fn,
-        "args": _abstract(args),
+        "args": abstract,
         "mesh": dict(mesh) if mesh is not None else None,
         "in_shardings": in_shardings,
         "out_shardings": out_shardings,
         "donate_argnums": donate_argnums,
         "jit_kwargs": jit_kwargs,
     }
-    name = getattr(fn, "__name__", type(fn).__name__)
+    settings = {"config": config, "test_config": dict(_CHILD_CONFIG_FOR_TESTS)}
     with tempfile.TemporaryDirectory(prefix="hlomem-compile-") as folder:
         request_file = Path(folder, "request.pkl")
         result_file = Path(folder, "result.json")
-        request_file.write_bytes(_dumps(request))
+        # The settings first, in a pickle of their own: the child sets them
+        # before it unpickles the function (whose modules may read them on import).
+        request_file.write_bytes(pickle.dumps(settings) + _dumps(request))
+        dump = _dump_folder(keep_dump, Path(folder, "dump"))
         if progress:
             print(
                 f"hlomem: compiling {name} for {resolved.name} (no device needed)...",
                 file=sys.stderr,
             )
-        dump = Path(folder, "dump")
         started = time.monotonic()
         process = subprocess.run(
             [sys.executable, "-m", "hlomem._deviceless", str(request_file), str(result_file)],
@@ -216,21 +298,69 @@ def compile_for(
                 f"{time.monotonic() - started:.0f} s",
                 file=sys.stderr,
             )
-        if "error" in result:
-            # Read while the dump folder is still there.
-            raise _compile_error(resolved, name, result["error"], dump)
-        hlo_text = result["hlo_text"]
-        dumped = read_dump(dump, _module_name(hlo_text)) if dump.is_dir() else None
-    return DevicelessCompiled(
-        resolved,
+        return _compiled(resolved, name, expected, result, dump, keep_dump is not False)
+
+
+def _dump_folder(keep_dump: bool | str | os.PathLike[str], temporary: Path) -> Path:
+    """Where XLA writes the compile's dump: ``temporary`` (removed with the
+    compile), a kept temporary folder, or the caller's new or empty folder."""
+    if keep_dump is False:
+        return temporary
+    if keep_dump is True:
+        return Path(tempfile.mkdtemp(prefix="hlomem-dump-"))
+    folder = Path(keep_dump).expanduser().resolve()
+    if folder.exists() and any(folder.iterdir()):
+        # Another compile's modules would be read as this one's.
+        raise ValueError(f"keep_dump={str(keep_dump)!r} is not empty: give a new or empty folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _compiled(
+    target: Target,
+    name: str,
+    expected: Expected,
+    result: dict[str, Any],
+    dump: Path,
+    kept: bool,
+) -> DevicelessCompiled:
+    """The child's result as a DevicelessCompiled (the dump folder still
+    there), after the check that it is the caller's program; the errors to
+    raise otherwise."""
+    unfinished = None
+    kept_args = result.get("kept")
+    program = CompiledProgram.of(name, expected, kept_args, result.get("versions", {}))
+    if "error" in result:
+        message = result["error"]
+        dumped = read_dump(dump) if dump.is_dir() else None
+        if _is_out_of_memory(message):
+            if dumped is not None:
+                _signature.check(expected, dumped.hlo_text, kept_args)
+            raise _compile_error(target, name, message, dump, program)
+        if dumped is None or dumped.xla is None:
+            raise HlomemError(f"the compile for {target.name} failed:\n{message}")
+        # XLA assigned buffers before the compile failed: that module is the
+        # program, whose memory the dump says in full.
+        unfinished = message.strip()
+        hlo_text = dumped.hlo_text
+    else:
+        dumped = read_dump(dump, _module_name(result["hlo_text"])) if dump.is_dir() else None
         # The module XLA's buffer assignment ran on. On TPU, jax's as_text()
         # is a later stage (async slices added, buffers placed anew) whose
         # memory is not the buffer assignment's: an MLP step's HBM reads
         # 6.2 MiB from it and 2.2 MiB, XLA's own figure, from the dump.
-        dumped.hlo_text if dumped is not None else hlo_text,
-        MemoryAnalysis(**result["memory"]),
-        result["versions"],
+        hlo_text = dumped.hlo_text if dumped is not None else result["hlo_text"]
+    _signature.check(expected, hlo_text, kept_args)
+    return DevicelessCompiled(
+        target,
+        hlo_text,
+        MemoryAnalysis(**result["memory"]) if "memory" in result else None,
+        result.get("versions", {}),
         dumped.xla if dumped is not None else None,
+        program=program,
+        unfinished=unfinished,
+        dump=dump if kept else None,
+        config_sent=result.get("config_applied"),
     )
 
 
@@ -310,11 +440,14 @@ def _named_code(make: Any, args: Any, filename: str) -> types.CodeType:
 
 def _child_env(dump: Path) -> dict[str, str]:
     env = dict(os.environ, **_CHILD_ENV)
-    # XLA's dump of the compile, after the caller's own flags (the last of a
-    # flag given twice wins): its buffer assignment reports, and on a refusal
+    # The caller's flags reach the child's compiler; XLA's dump of the
+    # compile replaces their own dump flags (which choose what is written,
+    # not what is compiled): its buffer assignment reports, and on a refusal
     # for memory the module refused.
-    flags = env.get("XLA_FLAGS", "")
-    env["XLA_FLAGS"] = f"{flags} --xla_dump_to={dump} --xla_dump_hlo_as_text".strip()
+    dump_flags = [f"--xla_dump_to={dump}", "--xla_dump_hlo_as_text"]
+    env["XLA_FLAGS"] = flags_with_dump(env.get("XLA_FLAGS", ""), dump_flags)
+    if "LIBTPU_INIT_ARGS" in env:
+        env["LIBTPU_INIT_ARGS"] = flags_with_dump(env["LIBTPU_INIT_ARGS"], [])
     # The child imports what this process can: the caller's modules (the
     # function, when pickled by name) and hlomem itself.
     paths = [p for p in sys.path if p] + env.get("PYTHONPATH", "").split(os.pathsep)
@@ -322,15 +455,19 @@ def _child_env(dump: Path) -> dict[str, str]:
     return env
 
 
-def _compile_error(target: Target, fn_name: str, message: str, dump: Path) -> Exception:
-    """What to raise for the compiler's error ``message``: OutOfBudget when it
-    is an out-of-memory refusal, with what the program needs at least,
-    hlomem's check and analysis of the module XLA dumped before refusing
-    (when it did) and the explanation of the message."""
+def _is_out_of_memory(message: str) -> bool:
+    return "RESOURCE_EXHAUSTED" in message or "out of memory" in message.lower()
+
+
+def _compile_error(
+    target: Target, fn_name: str, message: str, dump: Path, program: CompiledProgram
+) -> Exception:
+    """What to raise for the compiler's out-of-memory ``message``:
+    OutOfBudget, with what the program needs at least, hlomem's check and
+    analysis of the module XLA dumped before refusing (when it did) and the
+    explanation of the message."""
     from . import OutOfBudget, _analyze_for, _check_for, explain
 
-    if "RESOURCE_EXHAUSTED" not in message and "out of memory" not in message.lower():
-        return HlomemError(f"the compile for {target.name} failed:\n{message}")
     refused = read_dump(dump) if dump.is_dir() else None
     try:
         explanation = explain(message, dump=dump if refused is not None else None)
@@ -350,13 +487,15 @@ def _compile_error(target: Target, fn_name: str, message: str, dump: Path) -> Ex
         check = _check_for(refused.hlo_text, target, target.usable_bytes)
         str(check)
         needed.append(report.memory.device_bytes)
+        program = program.with_bytes(report)
     verdict = Verdict(
         target,
         max((n for n in needed if n is not None), default=0),
         refused.xla.device_bytes if refused is not None and refused.xla is not None else None,
         at_least=True,
+        program=program,
     )
-    parts = [f"{target.name}'s compiler refused {fn_name} for memory: it {verdict}"]
+    parts = [f"{target.name}'s compiler refused {fn_name} for memory: {verdict}"]
     if check is not None:
         parts.append(
             "hlomem's check of the module XLA wrote before refusing "
@@ -384,16 +523,35 @@ def _needs_from(explanation: Any) -> int | None:
 
 
 def _child(request_file: str, result_file: str) -> None:
-    with open(request_file, "rb") as f:
-        request = pickle.load(f)  # cloudpickle's output loads with pickle
+    # What is known before an error (the arguments jit kept, the versions,
+    # the settings taken) goes back with it: a compile that fails after XLA
+    # assigned buffers is still read.
+    result: dict[str, Any] = {}
     try:
-        result = _child_compile(request)
+        with open(request_file, "rb") as f:
+            settings = pickle.load(f)
+            result["config_applied"] = _child_settings(settings)
+            request = pickle.load(f)  # cloudpickle's output loads with pickle
+        _child_compile(request, result)
     except Exception as e:  # noqa: BLE001 -- any refusal goes back to the parent as text
-        result = {"error": f"{type(e).__name__}: {e}"}
-    Path(result_file).write_text(json.dumps(result))
+        result["error"] = f"{type(e).__name__}: {e}"
+    Path(result_file).write_text(json.dumps(result, default=repr))
 
 
-def _child_compile(request: dict[str, Any]) -> dict[str, Any]:
+def _child_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The caller's JAX settings, then the tests' overrides; those set."""
+    from ._forward import apply_config
+
+    applied = apply_config(settings["config"])
+    if settings["test_config"]:
+        import jax
+
+        for name, value in settings["test_config"].items():
+            jax.config.update(name, value)
+    return applied
+
+
+def _child_compile(request: dict[str, Any], result: dict[str, Any]) -> None:
     import importlib.metadata as md
 
     import jax
@@ -452,21 +610,30 @@ def _child_compile(request: dict[str, Any]) -> dict[str, Any]:
             return shape_dtype(x.shape, x.dtype, sharding=placement)
         return x
 
-    args = jax.tree_util.tree_map(place, request["args"])
-    jitted = jax.jit(request["fn"], donate_argnums=request["donate_argnums"], **jit_kwargs)
-    compiled = jitted.lower(*args).compile()
-    analysis = compiled.memory_analysis()
     versions = {"jax": jax.__version__}
     for package in ("jaxlib", "libtpu", "jax-cuda12-plugin"):
         try:
             versions[package] = md.version(package)
         except md.PackageNotFoundError:
             pass
-    return {
-        "hlo_text": compiled.as_text(),
-        "memory": {f: int(getattr(analysis, f)) for f in _MEMORY_FIELDS},
-        "versions": versions,
-    }
+    result["versions"] = versions
+    args = jax.tree_util.tree_map(place, request["args"])
+    jitted = jax.jit(request["fn"], donate_argnums=request["donate_argnums"], **jit_kwargs)
+    lowered = jitted.lower(*args)
+    result["kept"] = _kept_arguments(lowered)
+    compiled = lowered.compile()
+    analysis = compiled.memory_analysis()
+    result["hlo_text"] = compiled.as_text()
+    result["memory"] = {f: int(getattr(analysis, f)) for f in _MEMORY_FIELDS}
+
+
+def _kept_arguments(lowered: Any) -> list[int] | None:
+    """The flat arguments jit kept as the module's parameters (it drops
+    those the function does not use), from jax's lowering; ``None`` where
+    this jax does not say."""
+    compile_args = getattr(getattr(lowered, "_lowering", None), "compile_args", None)
+    kept = compile_args.get("kept_var_idx") if isinstance(compile_args, dict) else None
+    return sorted(int(i) for i in kept) if kept is not None else None
 
 
 if __name__ == "__main__":

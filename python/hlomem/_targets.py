@@ -88,14 +88,16 @@ TARGET_NAMES: tuple[str, ...] = tuple(
 )
 
 
-def gib(n: int) -> str:
-    """``n`` bytes for people: ``"11.3 GiB"``, ``"16 GiB"``; under 1 GiB in
-    MiB (``"6.2 MiB"``), so that a small program does not read as 0.0 GiB."""
-    if abs(n) < _GIB:
-        value, unit = n / (1 << 20), "MiB"
-    else:
-        value, unit = n / _GIB, "GiB"
-    return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+def gib(n: int, *, small_in_mib: bool = True) -> str:
+    """``n`` bytes for people, always with two decimals, as XLA prints
+    sizes: ``"11.30 GiB"``, ``"16.00 GiB"``; under 1 GiB in MiB
+    (``"6.20 MiB"``), so that a small program does not read as 0.00 GiB,
+    unless ``small_in_mib`` is false (a difference of two sizes in GiB:
+    ``"over by 0.20 GiB"``). Every figure of a verdict goes through this
+    one rounding."""
+    if abs(n) < _GIB and small_in_mib:
+        return f"{n / (1 << 20):.2f} MiB"
+    return f"{n / _GIB:.2f} GiB"
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,14 @@ class Target:
         return "HBM" if self.platform == "tpu" else "memory"
 
     @property
+    def share(self) -> str:
+        """What a program may use of one device, in words, before "is":
+        ``"JAX's share of an H100"``, ``"what libtpu lets a program use of a v5e chip"``."""
+        if self.platform == "tpu":
+            return f"what libtpu lets a program use of {self.article} {self.device}"
+        return f"JAX's share of {self.article} {self.device}"
+
+    @property
     def article(self) -> str:
         """``"a"`` or ``"an"`` before :attr:`device` (``an H100``, ``a v5e chip``)."""
         return "an" if self.device[:1] in "AEFHILMNORSX" else "a"
@@ -177,7 +187,7 @@ def resolve_target(target: TargetArg) -> Target:
             device=tpu.device,
             memory_bytes=tpu.hbm_gib * _GIB,
             usable_bytes=int(tpu.available_gib * _GIB),
-            usable_note=f"libtpu lets a program use {tpu.available_gib:g} GiB of it",
+            usable_note=f"libtpu lets a program use {gib(int(tpu.available_gib * _GIB))} of it",
             topology=f"{generation}:{topology}",
             extra="tpu",
             backend_module="libtpu",
@@ -256,9 +266,7 @@ def gpu_target(
         device=device,
         memory_bytes=memory,
         usable_bytes=usable,
-        usable_note=(
-            f"JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION={fraction:g} of it: {gib(usable)}"
-        ),
+        usable_note=(f"JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION={fraction:g} of it"),
         topology=topology,
         extra="cuda12",
         backend_module="jax_cuda12_plugin",

@@ -5,7 +5,10 @@ XLA's dump, printing XLA's own numbers as JSON: ``memory_analysis()`` and,
 from the dump's reports, "Total bytes used" and each memory space's total
 (or, when the compiler refuses, its error and the refused module's totals).
 
-Run in a child process (libtpu and XLA flags stay out of the test process)::
+Run in a child process (libtpu and XLA flags stay out of the test process).
+The configuration is the environment's, as JAX and XLA read it: ``JAX_*``
+variables (``JAX_ENABLE_X64=1``) and ``XLA_FLAGS``, to which the dump's
+flags are added::
 
     JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 \\
         python direct_compile.py DUMP_DIR step tpu v5e:2x2
@@ -51,7 +54,8 @@ def xla_reports(dump: Path) -> dict[str, Any]:
 
 def main(dump: str, program: str, platform: str, topology: str, config: str | None = None) -> None:
     # XLA reads its flags once, when it starts: before jax is imported.
-    os.environ["XLA_FLAGS"] = f"--xla_dump_to={dump} --xla_dump_hlo_as_text"
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_dump_to={dump} --xla_dump_hlo_as_text"
     import jax
     from jax.experimental import topologies
     from jax.sharding import SingleDeviceSharding
@@ -78,6 +82,10 @@ def main(dump: str, program: str, platform: str, topology: str, config: str | No
     except Exception as e:  # noqa: BLE001 -- a refusal is a result here
         out["error"] = str(e)
     out.update(xla_reports(Path(dump)))
+    # The dot precisions of the optimized module (jax_default_matmul_precision
+    # shows there).
+    module = max(Path(dump).glob("*after_optimizations.txt")).read_text()
+    out["precisions"] = sorted(set(re.findall(r"operand_precision=\{[^}]*\}", module)))
     print(json.dumps(out))
 
 

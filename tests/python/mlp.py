@@ -66,11 +66,35 @@ def too_big_shapes() -> tuple[Any]:
     return (jax.ShapeDtypeStruct((100_000, 1000), jnp.float32),)
 
 
+def add(a: Any, b: Any) -> Any:
+    """``a + b``: three arrays of the arguments' dtype, which x64 decides."""
+    return a + b
+
+
+def add_shapes() -> tuple[Any, Any]:
+    """Two f64[2048,2048] (32 MiB each), or f32 when x64 is off."""
+    a = jax.ShapeDtypeStruct((2048, 2048), jnp.float64)
+    return a, a
+
+
+def sort_flat(x: Any) -> Any:
+    """A sort of 16M floats: on the GPU targets XLA makes it a CUB sort,
+    which a deviceless compile cannot finish (it asks the device for its
+    scratch size after assigning buffers)."""
+    return jnp.sort(x.reshape(-1))
+
+
+def sort_shapes() -> tuple[Any]:
+    return (jax.ShapeDtypeStruct((4096, 4096), jnp.float32),)
+
+
 #: The programs ``direct_compile.py`` compiles by name: (function, its
 #: argument shapes, donate_argnums).
 PROGRAMS: dict[str, tuple[Any, Any, tuple[int, ...]]] = {
     "step": (step_donated, _shapes, (0,)),
     "too_big": (too_big, too_big_shapes, ()),
+    "add": (add, add_shapes, ()),
+    "sort": (sort_flat, sort_shapes, ()),
 }
 
 

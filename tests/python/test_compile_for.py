@@ -26,6 +26,7 @@ import pytest
 
 import hlomem
 import mlp
+from hlomem import _deviceless, _signature
 from hlomem._targets import resolve_target
 
 HERE = Path(__file__).resolve().parent
@@ -42,13 +43,25 @@ GIB = 1 << 30
 
 
 def direct(
-    tmp: Path, program: str, platform: str, topology: str, config: str | None = None
+    tmp: Path,
+    program: str,
+    platform: str,
+    topology: str,
+    config: str | None = None,
+    **environment: str,
 ) -> dict[str, Any]:
-    """XLA's numbers for ``program`` of mlp.PROGRAMS compiled directly for the target."""
+    """XLA's numbers for ``program`` of mlp.PROGRAMS compiled directly for
+    the target, in this environment plus ``environment`` (``JAX_ENABLE_X64="1"``:
+    JAX's settings as JAX reads them from its variables)."""
     env = dict(
-        os.environ, JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1", ALLOW_MULTIPLE_LIBTPU_LOAD="1"
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        TPU_SKIP_MDS_QUERY="1",
+        ALLOW_MULTIPLE_LIBTPU_LOAD="1",
+        **environment,
     )
     dump = tmp / f"direct-{program}-{platform}-{topology.replace(':', '_')}"
+    dump = dump.with_name(dump.name + "".join(f"-{k}={v}" for k, v in environment.items()))
     argv = [sys.executable, str(HERE / "direct_compile.py"), str(dump), program, platform]
     argv += [topology] + ([config] if config else [])
     out = subprocess.run(argv, env=env, capture_output=True, check=True).stdout
@@ -90,8 +103,16 @@ def test_tpu_v5e_mlp_step_equals_a_direct_compile(tmp_path: Path) -> None:
     same_numbers(compiled, direct(tmp_path, "step", "tpu", "v5e:2x2"))
     verdict = hlomem.fits(compiled)
     assert verdict.fits
-    assert str(verdict).startswith("fits on one v5e chip with ")
-    assert "needs 2.2 MiB (XLA's buffer assignment: the same)" in str(verdict)
+    needs = f"{verdict.needed_bytes / (1 << 20):.2f} MiB"
+    assert str(verdict).startswith(
+        f"fits: needs {needs}, what libtpu lets a program use of a v5e chip is 15.75 GiB, "
+    )
+    assert f"XLA's buffer assignment says the same ({needs})" in str(verdict)
+    # What was compiled: the function, its arguments' dtypes, the biggest ones.
+    assert "compiled step_donated with jax " in str(verdict)
+    assert "8 arguments (float32), the biggest: params[1]['w'] f32[512,512] 1.00 MiB" in str(
+        verdict
+    )
     result = hlomem.assert_fits(compiled)  # the budget: what libtpu lets a program use
     assert result.passed and result.budget_bytes == int(15.75 * GIB)
     with pytest.raises(hlomem.OutOfBudget) as caught:
@@ -127,8 +148,11 @@ def test_tpu_refusal_is_out_of_budget_with_the_dumped_module(tmp_path: Path) -> 
     assert error.explanation.format.startswith("tpu")
     message = str(error)
     assert message.startswith(
-        "tpu-v5e:2x2's compiler refused too_big for memory: it needs at least 19.4 GiB"
+        "tpu-v5e:2x2's compiler refused too_big for memory: does not fit (its compiler refused "
+        f"it): needs at least {xla_hbm / GIB:.2f} GiB, what libtpu lets a program use of a v5e "
+        f"chip is 15.75 GiB, over by at least {(xla_hbm - int(15.75 * GIB)) / GIB:.2f} GiB\n"
     )
+    assert "compiled too_big with jax " in message
     assert "hlomem's check of the module XLA wrote before refusing" in message
     # The explanation, but for the dump folder's path: it went with the compile.
     explained = str(error.explanation).strip()
@@ -164,12 +188,21 @@ def test_compare_targets_after_a_refusal(tmp_path: Path) -> None:
     assert abs(comparison.failed_needs_bytes / GIB - float(said.group(1))) < 0.01
     text = str(comparison).splitlines()
     assert text[0] == (
-        f"too_big needs {float(said.group(1)):.1f} GiB on the device that failed "
+        f"too_big needs {comparison.failed_needs_bytes / GIB:.2f} GiB on the device that failed "
         "(its message says); "
         "on other targets (compiled here, no device needed):"
     )
-    assert text[1].startswith("  tpu-v5e:2x2    refused by its compiler: needs at least 19.4 GiB")
-    assert text[2].startswith("  tpu-v5p:2x2x1  fits on one v5p chip with ")
+    assert text[1].startswith(
+        "  tpu-v5e:2x2    does not fit (its compiler refused it): needs at least "
+        f"{v5e.needed_bytes / GIB:.2f} GiB"
+    )
+    assert text[2].startswith("  tpu-v5p:2x2x1  fits: needs ")
+    # The arguments, once for every target.
+    assert re.fullmatch(
+        r"  compiled too_big: 1 argument \(float32\), x f32\[100000,1000\] [\d.]+ MiB; "
+        r"1 output \(float32\), result f32\[100000,1000\] [\d.]+ MiB",
+        text[3],
+    )
 
     # explain(also_on=...) is the same comparison, after the explanation.
     explained = hlomem.explain(
@@ -234,7 +267,10 @@ def test_gpu_mlp_step_equals_a_direct_compile(name: str, tmp_path: Path) -> None
     # The budget alone (on some GPUs XLA copies a donated weight: HM003).
     result = hlomem.assert_fits(compiled, fail_on=())
     assert result.budget_bytes == target.usable_bytes == int(target.memory_bytes * 0.75)
-    assert str(hlomem.fits(compiled)).startswith(f"fits on one {target.device} with ")
+    assert str(hlomem.fits(compiled)).startswith(
+        f"fits: needs {report.memory.device_bytes / (1 << 20):.2f} MiB, "
+        f"JAX's share of {target.article} {target.device} is {target.usable_bytes / GIB:.2f} GiB, "
+    )
 
 
 @needs_cuda
@@ -252,6 +288,227 @@ def test_a_gpu_config_of_ones_own(tmp_path: Path) -> None:
         mlp.step_donated, *mlp._shapes(), target=custom, donate_argnums=0, progress=False
     )
     assert again.target == custom and hlomem.fits(again).target.memory_bytes == 40 * GIB
+
+
+A100 = resolve_target("a100-40")
+
+
+def same_as_direct(compiled: hlomem.DevicelessCompiled, reference: dict[str, Any]) -> None:
+    """compile_for's program has every number of the direct compile (XLA's
+    memory_analysis() and buffer assignment totals), and hlomem's analysis too."""
+    ours = compiled.memory_analysis()
+    for field, value in reference["memory_analysis"].items():
+        assert getattr(ours, field) == value, field
+    assert compiled.xla_totals is not None
+    assert compiled.xla_totals.total_bytes == reference["total_bytes_used"]
+    assert hlomem.analyze(compiled).memory.device_bytes == reference["spaces"]["default"]
+
+
+@needs_cuda
+@pytest.mark.parametrize("x64", [True, False], ids=["x64", "x32"])
+def test_gpu_x64_on_and_off_equal_direct_compiles(x64: bool, tmp_path: Path) -> None:
+    """jax_enable_x64 as the caller has it (here in a `with`, thread-local)
+    reaches the compile: f64[2048,2048] arguments stay f64, or become f32."""
+    with jax.enable_x64(x64):
+        compiled = hlomem.compile_for(mlp.add, *mlp.add_shapes(), target="a100-40", progress=False)
+    reference = direct(
+        tmp_path, "add", "cuda", "1x1x4", A100.target_config, JAX_ENABLE_X64=str(int(x64))
+    )
+    same_as_direct(compiled, reference)
+    width = 8 if x64 else 4
+    assert compiled.memory_analysis().argument_size_in_bytes == 2 * 2048 * 2048 * width
+    assert compiled.program is not None
+    dtype = "float64" if x64 else "float32"
+    assert [a.dtype for a in compiled.program.arguments] == [dtype, dtype]
+    each = f"{2048 * 2048 * width / (1 << 20):.2f} MiB"
+    assert f"2 arguments ({dtype}), a f{width * 8}[2048,2048] {each}" in str(hlomem.fits(compiled))
+    assert compiled.config_sent.get("jax_enable_x64", False) is x64
+
+
+@needs_cuda
+def test_gpu_the_issues_x64_example_does_not_fit_an_a100_40() -> None:
+    """Issue 43: `a + b` of two f64[42994,42994] with x64 on needs three
+    13.77 GiB arrays, 41.32 GiB, more than an A100 40GB has."""
+    a = jax.ShapeDtypeStruct((42994, 42994), jnp.float64)
+    with jax.enable_x64(True):
+        compiled = hlomem.compile_for(lambda a, b: a + b, a, a, target="a100-40", progress=False)
+        comparison = hlomem.compare_targets(
+            lambda a, b: a + b, a, a, targets=["a100-40", "h100"], progress=False
+        )
+    needs = 3 * 42994 * 42994 * 8
+    verdict = hlomem.fits(compiled)
+    assert verdict.needed_bytes == verdict.xla_bytes == needs  # 41.32 GiB
+    assert not verdict.fits
+    assert str(verdict).startswith(
+        "does not fit: needs 41.32 GiB, JAX's share of an A100 40GB is "
+        f"{A100.usable_bytes / GIB:.2f} GiB, over by {(needs - A100.usable_bytes) / GIB:.2f} GiB\n"
+    )
+    assert "2 arguments (float64), a f64[42994,42994] 13.77 GiB, b f64[42994,42994] 13.77 GiB" in (
+        str(verdict)
+    )
+    with pytest.raises(hlomem.OutOfBudget, match="^does not fit: needs 41.32 GiB"):
+        hlomem.assert_fits(compiled)
+    # compare_targets compiles through compile_for: the same program, and an
+    # H100 takes it only because XLA's figure is within JAX's share of it.
+    assert comparison["a100-40"].needed_bytes == needs
+    h100 = comparison["h100"]
+    assert h100.xla_bytes == needs and h100.fits == (needs <= h100.target.usable_bytes)
+    assert str(comparison).splitlines()[-1].startswith("  compiled <lambda>: 2 arguments (float64)")
+
+
+@needs_cuda
+def test_gpu_matmul_precision_reaches_the_compile(tmp_path: Path) -> None:
+    """jax.default_matmul_precision("highest") around compile_for: the dots
+    of the compiled step carry it, as in a direct compile with
+    JAX_DEFAULT_MATMUL_PRECISION=highest, and the numbers are that compile's."""
+    with jax.default_matmul_precision("highest"):
+        compiled = hlomem.compile_for(
+            mlp.step_donated, *mlp._shapes(), target="a100-40", donate_argnums=0, progress=False
+        )
+    reference = direct(
+        tmp_path,
+        "step",
+        "cuda",
+        "1x1x4",
+        A100.target_config,
+        JAX_DEFAULT_MATMUL_PRECISION="highest",
+    )
+    assert compiled.config_sent == {"jax_default_matmul_precision": "highest"}
+    ours = sorted(set(re.findall(r"operand_precision=\{[^}]*\}", compiled.as_text())))
+    assert ours == reference["precisions"] == ["operand_precision={highest,highest}"]
+    same_as_direct(compiled, reference)
+    default = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target="a100-40", donate_argnums=0, progress=False
+    )
+    assert "operand_precision" not in default.as_text()
+
+
+@needs_cuda
+def test_gpu_xla_flags_reach_the_compile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The caller's XLA_FLAGS reach the compiler: without GPU priority fusion
+    the step's temporaries grow, as in a direct compile with the same flags.
+    The caller's own dump flags give way to the child's."""
+    plain = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target="a100-40", donate_argnums=0, progress=False
+    )
+    monkeypatch.setenv("XLA_FLAGS", "--xla_disable_hlo_passes=priority-fusion")
+    unfused = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target="a100-40", donate_argnums=0, progress=False
+    )
+    same_as_direct(unfused, direct(tmp_path, "step", "cuda", "1x1x4", A100.target_config))
+    plain_temp = plain.memory_analysis().temp_size_in_bytes
+    assert unfused.memory_analysis().temp_size_in_bytes > plain_temp
+    monkeypatch.setenv(
+        "XLA_FLAGS",
+        f"--xla_dump_to={tmp_path / 'mine'} --xla_dump_hlo_module_re=nothing-matches",
+    )
+    dumped = hlomem.compile_for(
+        mlp.step_donated, *mlp._shapes(), target="a100-40", donate_argnums=0, progress=False
+    )
+    assert dumped.xla_totals == plain.xla_totals
+
+
+@needs_cuda
+def test_gpu_cub_sort_unfinished_compile_still_gets_a_verdict(tmp_path: Path) -> None:
+    """On an A100 XLA makes a large sort a CUB sort, whose deviceless compile
+    fails after XLA assigned buffers ("invalid device ordinal"): the verdict
+    is that module's, says so, and the dump is kept on request."""
+    kept = tmp_path / "dump"
+    compiled = hlomem.compile_for(
+        mlp.sort_flat, *mlp.sort_shapes(), target="a100-40", progress=False, keep_dump=kept
+    )
+    reference = direct(tmp_path, "sort", "cuda", "1x1x4", A100.target_config)
+    assert "invalid device ordinal" in reference["error"]  # the direct compile fails too
+    assert compiled.unfinished is not None and "invalid device ordinal" in compiled.unfinished
+    assert "cub" in compiled.as_text().lower()
+    assert compiled.xla_totals is not None
+    assert compiled.xla_totals.total_bytes == reference["total_bytes_used"]
+    assert hlomem.analyze(compiled).memory.device_bytes == reference["spaces"]["default"]
+    verdict = hlomem.fits(compiled)
+    assert verdict.needed_bytes == verdict.xla_bytes == reference["spaces"]["default"]
+    assert str(verdict).startswith("fits (the compile did not finish): needs ")
+    assert "invalid device ordinal" in str(verdict)
+    with pytest.raises(hlomem.HlomemError, match="did not finish"):
+        compiled.memory_analysis()
+    assert compiled.dump == kept.resolve()
+    assert list(kept.glob("*after_optimizations-buffer-assignment.txt"))
+    with pytest.raises(ValueError, match="not empty"):
+        hlomem.compile_for(mlp.sort_flat, *mlp.sort_shapes(), target="a100-40", keep_dump=kept)
+
+
+def any_target() -> str:
+    if HAS_LIBTPU:
+        return "tpu-v5e:2x2"
+    if HAS_CUDA:
+        return "a100-40"
+    pytest.skip("neither libtpu nor the CUDA plugin is installed here")
+
+
+def test_a_child_that_compiles_another_program_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The check that the compiled module is the caller's: a child made to
+    turn x64 off (the tests' hook) compiles f32 for f64, and that is an
+    error naming each difference, not a verdict."""
+    target = any_target()
+    monkeypatch.setitem(_deviceless._CHILD_CONFIG_FOR_TESTS, "jax_enable_x64", False)
+    a = jax.ShapeDtypeStruct((256, 256), jnp.float64)
+    with jax.enable_x64(True), pytest.raises(hlomem.SignatureMismatch) as caught:
+        hlomem.compile_for(lambda a, b: (a @ b, a.sum()), a, a, target=target, progress=False)
+    message = str(caught.value)
+    assert message.startswith("the compiled program is not yours, so hlomem gives no verdict")
+    assert "argument 0 (a) is float64 here but was compiled as float32 (f32[256,256])" in message
+    assert "argument 1 (b) is float64 here" in message
+    assert "output 1 (result[1]) is float64 here but was compiled as float32 (f32[])" in message
+
+
+def test_the_signature_check_reads_the_entry_layout() -> None:
+    """The check on modules written out: shards per device, unused
+    arguments dropped by jit, tupled parameters, tokens."""
+    from jax.sharding import PartitionSpec as P
+
+    x = jax.ShapeDtypeStruct((64, 256), jnp.float32)
+    w = jax.ShapeDtypeStruct((256, 128), jnp.float32)
+    step = lambda x, unused, w: (x @ w).astype(jnp.bfloat16)
+    sharded = _signature.expected(
+        step,
+        (x, x, w),
+        mesh={"data": 4},
+        in_shardings=(P("data"), P(), P()),
+        out_shardings=None,
+    )
+    header = "HloModule jit_step, entry_computation_layout={(%s)->%s}\n"
+    # jit keeps arguments 0 and 2; the output's sharding is the compiler's.
+    ok = header % ("f32[16,256]{1,0}, f32[256,128]{1,0:T(8,128)}", "bf16[16,128]{1,0}")
+    _signature.check(sharded, ok, kept=[0, 2])
+    tupled = header % ("(f32[16,256]{1,0}, f32[256,128]{1,0}), token[]", "(bf16[64,128]{1,0})")
+    _signature.check(sharded, tupled, kept=[0, 2])
+    whole = header % ("f32[64,256]{1,0}, f32[256,128]{1,0}", "bf16[16,128]{1,0}")
+    with pytest.raises(
+        hlomem.SignatureMismatch,
+        match=r"argument 0 \(x\) is \[16, 256\] per "
+        r"device \(of \[64, 256\]\) here but was compiled as \[64, 256\]",
+    ):
+        _signature.check(sharded, whole, kept=[0, 2])
+    wider = header % ("f32[16,256]{1,0}, f32[256,128]{1,0}", "bf16[16,256]{1,0}")
+    with pytest.raises(hlomem.SignatureMismatch, match="not a shard of it"):
+        _signature.check(sharded, wider, kept=[0, 2])
+    with pytest.raises(hlomem.SignatureMismatch, match="takes 3 arrays, the function 2"):
+        _signature.check(
+            sharded,
+            header % ("f32[16,256], f32[16,256], f32[256,128]", "bf16[16,128]"),
+            kept=[0, 2],
+        )
+    whole_expected = _signature.expected(
+        step, (x, x, w), mesh=None, in_shardings=None, out_shardings=None
+    )
+    f16 = header % ("f32[64,256]{1,0}, f32[256,128]{1,0}", "f16[64,128]{1,0}")
+    with pytest.raises(
+        hlomem.SignatureMismatch,
+        match=r"output 0 \(result\) is bfloat16 here "
+        r"but was compiled as float16",
+    ):
+        _signature.check(whole_expected, f16, kept=[0, 2])
 
 
 def test_missing_extra_names_the_extra() -> None:
@@ -274,29 +531,45 @@ def test_missing_extra_names_the_extra() -> None:
 
 
 def test_verdicts_in_words() -> None:
+    """The decision first, then the figures it was made from, each rounded
+    once, with two decimals."""
     v5e = resolve_target("tpu-v5e")
-    assert str(hlomem.Verdict(v5e, 97 * GIB)) == (
-        "needs 97 GiB of HBM, a v5e chip has 16 GiB (libtpu lets a program use 15.75 GiB of it)"
+    assert hlomem.Verdict(v5e, 97 * GIB).headline == (
+        "does not fit: needs 97.00 GiB, what libtpu lets a program use of a v5e chip is "
+        "15.75 GiB, over by 81.25 GiB"
     )
-    assert str(hlomem.Verdict(v5e, 19 * GIB, 19 * GIB, at_least=True)).startswith(
-        "needs at least 19 GiB (XLA's buffer assignment: the same) of HBM, a v5e chip has 16 GiB"
+    assert str(hlomem.Verdict(v5e, 97 * GIB)).splitlines()[1] == (
+        "  a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it"
     )
-    assert str(hlomem.Verdict(v5e, 15 * GIB)).startswith(
-        "fits on one v5e chip with 768 MiB to spare"
+    refused = hlomem.Verdict(v5e, 19 * GIB, 19 * GIB, at_least=True)
+    assert str(refused) == (
+        "does not fit (its compiler refused it): needs at least 19.00 GiB, what libtpu lets a "
+        "program use of a v5e chip is 15.75 GiB, over by at least 3.25 GiB\n"
+        "  a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it; "
+        "XLA's buffer assignment says the same (19.00 GiB)"
     )
+    assert hlomem.Verdict(v5e, 15 * GIB).headline.endswith(", 0.75 GiB to spare")
     h100 = resolve_target("h100")
-    assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.1 GiB
+    assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.11 GiB
     fits = hlomem.Verdict(h100, int(48 * GIB), int(48.2 * GIB))
     assert fits.fits
     assert str(fits) == (
-        "fits on one H100 with 11.3 GiB to spare: needs 48 GiB (XLA's buffer assignment: 48.2 GiB) "
-        "(JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it: 59.3 GiB)"
+        "fits: needs 48.00 GiB, JAX's share of an H100 is 59.33 GiB, 11.33 GiB to spare\n"
+        "  an H100 has 79.11 GiB of memory; JAX's allocator takes "
+        "XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says 48.20 GiB"
     )
     assert not hlomem.Verdict(h100, 70 * GIB)
-    assert str(hlomem.Verdict(resolve_target("a100-40"), 50 * GIB)).startswith(
-        "needs 50 GiB of memory, an A100 40GB has 39.4 GiB"
+    # The issue's V100 example: just over JAX's share, well under the GPU.
+    v100 = resolve_target("v100")
+    over = hlomem.Verdict(v100, v100.usable_bytes + int(0.2 * GIB))
+    assert over.headline == (
+        f"does not fit: needs {over.needed_bytes / GIB:.2f} GiB, JAX's share of a V100 16GB is "
+        f"{v100.usable_bytes / GIB:.2f} GiB, over by 0.20 GiB"
     )
     assert not hlomem.Verdict(v5e, GIB, at_least=True)  # a refusal never fits
+    unfinished = hlomem.Verdict(h100, GIB, unfinished="INTERNAL: CUDA Runtime error: ...")
+    assert unfinished.headline.startswith("fits (the compile did not finish): needs 1.00 GiB")
+    assert "the compile did not finish (INTERNAL: CUDA Runtime error: ...)" in str(unfinished)
 
 
 def test_gpu_budget_follows_the_allocator_fraction(monkeypatch: pytest.MonkeyPatch) -> None:
