@@ -20,7 +20,19 @@ pub struct XlaReports {
     /// "Total bytes used" (`-buffer-assignment-values.txt`, or older `-buffer-assignment.txt`).
     pub total_bytes_used: Option<u64>,
     pub allocations: Vec<XlaAllocation>,
+    /// The values listed under `Used values:`, with where each appears.
+    pub used_values: Vec<UsedValue>,
     pub live_ranges: Option<XlaLiveRanges>,
+}
+
+/// One value under `Used values:` (`<29 add.9 @0>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UsedValue {
+    pub id: u64,
+    pub name: String,
+    pub index: Vec<u64>,
+    /// `(instruction, shape index)` of each of its positions.
+    pub positions: Vec<(String, Vec<u64>)>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -30,6 +42,8 @@ pub struct XlaAllocation {
     /// The memory space (`color N,`; 0 when absent).
     pub color: u64,
     pub parameter: Option<u64>,
+    /// The parameter's shape index (`at ShapeIndex {1}`).
+    pub parameter_index: Vec<u64>,
     pub maybe_live_out: bool,
     pub constant: bool,
     pub thread_local: bool,
@@ -55,8 +69,20 @@ pub struct XlaLiveRanges {
     /// `(name, index, start, end)`, inclusive.
     pub ranges: Vec<(String, Vec<u64>, u64, u64)>,
     pub peak_time: Option<u64>,
-    /// `(name, index, bytes)` listed at the peak.
-    pub peak_values: Vec<(String, Vec<u64>, u64)>,
+    /// The values listed at the peak.
+    pub peak_values: Vec<PeakValue>,
+    /// `Stack trace breakdown for peak usage: N bytes`.
+    pub breakdown_total: Option<u64>,
+}
+
+/// `a.1{}: 262144 bytes (cumulative: 262144 bytes)` under `Live ranges at T (peak):`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeakValue {
+    pub name: String,
+    pub index: Vec<u64>,
+    pub bytes: u64,
+    /// The sum of this and the values above it (absent before 2025-05).
+    pub cumulative: Option<u64>,
 }
 
 impl XlaAllocation {
@@ -151,8 +177,6 @@ impl XlaReports {
                 // Before 2026-04 the values and the total were in this file too.
                 let pair = parse(file, Rule::total_bytes_used, offset, line)?;
                 self.total_bytes_used = first_int(pair);
-            } else if line.starts_with("Used values:") || line.starts_with('<') {
-                // Before 2026-04 the list of used values followed here too.
             } else {
                 return Err(unreadable(
                     file,
@@ -168,24 +192,28 @@ impl XlaReports {
     }
 
     /// `Total bytes used: N (...)` and the `Used values:` list, whose length
-    /// must be the number of values the buffer-assignment report placed.
+    /// must be the number of values the buffer-assignment report placed. Each
+    /// used value is followed by its ` positions:`, ` uses:` and
+    /// ` from instruction:` lines; any other line is refused.
     fn read_values(&mut self, file: &SourceFile) -> Result<(), Error> {
-        let mut used: Option<usize> = None;
+        let mut section = ValuesSection::Head;
         for (offset, line) in lines(&file.text) {
-            if line.starts_with("Total bytes used:") {
-                let pair = parse(file, Rule::total_bytes_used, offset, line)?;
-                self.total_bytes_used = first_int(pair);
-            } else if line.starts_with("Used values:") {
-                used = Some(0);
-            } else if let (Some(n), true) = (used.as_mut(), line.starts_with('<')) {
-                parse(file, Rule::used_value, offset, line)?;
-                *n += 1;
+            if line.trim().is_empty() {
+                continue;
             }
+            section = self.values_line(file, offset, line, section)?;
         }
         if self.total_bytes_used.is_none() {
             return Err(empty(file, "no `Total bytes used:` line"));
         }
+        if !matches!(section, ValuesSection::Head | ValuesSection::Done) {
+            return Err(empty(
+                file,
+                "the last used value has no `from instruction:` line",
+            ));
+        }
         let placed: usize = self.allocations.iter().map(|a| a.values.len()).sum();
+        let used = (section == ValuesSection::Done).then_some(self.used_values.len());
         if let Some(used) = used.filter(|_| !self.allocations.is_empty()) {
             if used != placed {
                 return Err(empty(
@@ -198,6 +226,92 @@ impl XlaReports {
         }
         Ok(())
     }
+}
+
+/// Where the values report is: which lines may come next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ValuesSection {
+    /// Before `Used values:`.
+    Head,
+    /// After a used value's `from instruction:` line (or `Used values:`).
+    Done,
+    /// After `<id name>`: ` positions:` comes next.
+    Value,
+    Positions,
+    Uses,
+}
+
+impl XlaReports {
+    /// One line of the values report, read in `section`; the section after it.
+    fn values_line(
+        &mut self,
+        file: &SourceFile,
+        offset: usize,
+        line: &str,
+        section: ValuesSection,
+    ) -> Result<ValuesSection, Error> {
+        use ValuesSection::*;
+        let expected = match section {
+            Head if line.starts_with("Total bytes used:") && self.total_bytes_used.is_none() => {
+                let pair = parse(file, Rule::total_bytes_used, offset, line)?;
+                self.total_bytes_used = first_int(pair);
+                return Ok(Head);
+            }
+            Head if line == "Used values:" => return Ok(Done),
+            Head => "`Total bytes used:` or `Used values:`",
+            Done if line.starts_with('<') => {
+                let pair = parse(file, Rule::used_value, offset, line)?;
+                self.used_values.push(lower_used_value(pair));
+                return Ok(Value);
+            }
+            Done => "a used value `<id name @color>`",
+            Value if line == " positions:" => return Ok(Positions),
+            Value => "` positions:`",
+            Positions if line == " uses:" => return Ok(Uses),
+            Positions => {
+                let pair = parse(file, Rule::position_line, offset, line)?;
+                let position = name_and_index(pair);
+                if let Some(value) = self.used_values.last_mut() {
+                    value.positions.push(position);
+                }
+                return Ok(Positions);
+            }
+            Uses if line.starts_with(" from instruction:") => {
+                parse(file, Rule::from_instruction, offset, line)?;
+                return Ok(Done);
+            }
+            Uses => {
+                parse(file, Rule::use_line, offset, line)?;
+                return Ok(Uses);
+            }
+        };
+        Err(unreadable(file, offset, expected))
+    }
+}
+
+/// `<29 add.9{1} (phi) @0>` as a used value, its positions to come.
+fn lower_used_value(pair: pest::iterators::Pair<Rule>) -> UsedValue {
+    let mut value = UsedValue {
+        id: first_int(pair.clone()).unwrap_or(u64::MAX),
+        name: String::new(),
+        index: Vec::new(),
+        positions: Vec::new(),
+    };
+    (value.name, value.index) = name_and_index(pair);
+    value
+}
+
+/// The `value_name` and `shape_index` (`{}` when absent) of a line.
+fn name_and_index(pair: pest::iterators::Pair<Rule>) -> (String, Vec<u64>) {
+    let (mut name, mut index) = (String::new(), Vec::new());
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::value_name => name = p.as_str().to_string(),
+            Rule::shape_index => index = shape_index(p),
+            _ => {}
+        }
+    }
+    (name, index)
 }
 
 /// A report line that is not what this place in the report holds.
@@ -271,7 +385,15 @@ fn describe(rule: Rule) -> &'static str {
         Rule::sequence_line => "an `N:name` line",
         Rule::range_line => "a `name{index}:start-end` line",
         Rule::peak_header => "a `Live ranges at T (peak):` line",
-        Rule::peak_line => "a `name{index}: N bytes` line",
+        Rule::peak_line => "a `name{index}: N bytes (cumulative: N bytes)` line",
+        Rule::breakdown_header => "a `Stack trace breakdown for peak usage: N bytes` line",
+        Rule::breakdown_line => {
+            "a `name (P%, total: N bytes, current: N bytes, remaining: N bytes)` line"
+        }
+        Rule::position_line => "a position `  name` or `  name {index}`",
+        Rule::use_line => "a use `  name, operand N` or `  (none)`",
+        Rule::from_instruction => "a ` from instruction: %name = ...` line",
+        Rule::used_value => "a used value `<id name{index} @color>`",
         _ => "a report line",
     }
 }
@@ -302,7 +424,15 @@ fn lower_allocation(pair: pest::iterators::Pair<Rule>) -> XlaAllocation {
                 }
                 ints += 1;
             }
-            Rule::parameter_flag => allocation.parameter = first_int(p),
+            Rule::parameter_flag => {
+                for part in p.into_inner() {
+                    match part.as_rule() {
+                        Rule::int => allocation.parameter = Some(int(&part)),
+                        Rule::shape_index => allocation.parameter_index = shape_index(part),
+                        _ => {}
+                    }
+                }
+            }
             Rule::color_flag => allocation.color = first_int(p).unwrap_or(0),
             Rule::simple_flag => match p.as_str() {
                 "maybe-live-out" => allocation.maybe_live_out = true,
@@ -349,6 +479,32 @@ fn lower_value(pair: pest::iterators::Pair<Rule>) -> XlaValue {
     value
 }
 
+/// `a.1{}: 262144 bytes (cumulative: 262144 bytes)`.
+fn lower_peak_value(pair: pest::iterators::Pair<Rule>) -> PeakValue {
+    let mut value = PeakValue {
+        name: String::new(),
+        index: Vec::new(),
+        bytes: 0,
+        cumulative: None,
+    };
+    for p in pair.into_inner() {
+        match p.as_rule() {
+            Rule::value_name => value.name = p.as_str().to_string(),
+            Rule::shape_index => value.index = shape_index(p),
+            Rule::int => value.bytes = int(&p),
+            Rule::cumulative => value.cumulative = first_int(p),
+            _ => {}
+        }
+    }
+    value
+}
+
+/// `33 554 444`: thousands separated by spaces.
+fn spaced_int(pair: &pest::iterators::Pair<Rule>) -> u64 {
+    let digits: String = pair.as_str().chars().filter(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or(u64::MAX)
+}
+
 fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
     #[derive(PartialEq)]
     enum Section {
@@ -356,6 +512,7 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
         Sequence,
         Ranges,
         Peak,
+        Breakdown,
         Done,
     }
     let mut out = XlaLiveRanges::default();
@@ -386,11 +543,13 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                 out.peak_time = first_int(parse(file, Rule::peak_header, offset, line)?);
                 section = Section::Peak;
             }
-            _ if trimmed.starts_with("Stack trace breakdown")
-                || trimmed.starts_with("Peak memory could not") =>
-            {
-                section = Section::Done
+            _ if trimmed.starts_with("Stack trace breakdown") && section == Section::Peak => {
+                let pair = parse(file, Rule::breakdown_header, offset, line)?;
+                out.breakdown_total = pair.into_inner().next().map(|n| spaced_int(&n));
+                section = Section::Breakdown;
             }
+            // XLA prints this instead of the peak's values when it has none.
+            _ if trimmed.starts_with("Peak memory could not") => section = Section::Done,
             _ => match section {
                 Section::Sequence => {
                     let pair = parse(file, Rule::sequence_line, offset, line)?;
@@ -422,16 +581,10 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                 }
                 Section::Peak => {
                     let pair = parse(file, Rule::peak_line, offset, line)?;
-                    let (mut name, mut index, mut bytes) = (String::new(), Vec::new(), 0);
-                    for p in pair.into_inner() {
-                        match p.as_rule() {
-                            Rule::value_name => name = p.as_str().to_string(),
-                            Rule::shape_index => index = shape_index(p),
-                            Rule::int => bytes = int(&p),
-                            _ => {}
-                        }
-                    }
-                    out.peak_values.push((name, index, bytes));
+                    out.peak_values.push(lower_peak_value(pair));
+                }
+                Section::Breakdown => {
+                    parse(file, Rule::breakdown_line, offset, line)?;
                 }
                 Section::None => {
                     return Err(unreadable(
@@ -440,7 +593,7 @@ fn read_live_ranges(file: &SourceFile) -> Result<XlaLiveRanges, Error> {
                         "`InstructionSequence:` or `BufferLiveRange:`",
                     ))
                 }
-                Section::Done => {}
+                Section::Done => return Err(unreadable(file, offset, "the end of the report")),
             },
         }
     }

@@ -3,6 +3,9 @@
 //! disagreement means XLA's rules differ from hlomem's (a new XLA version, or a
 //! rule not yet understood); hlomem's own numbers never come from these files.
 
+mod allocations;
+mod ranges;
+
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -44,6 +47,27 @@ impl Verification {
 
     pub fn agrees(&self) -> bool {
         self.disagreements.is_empty()
+    }
+
+    /// One number or fact compared: a disagreement unless `ours == theirs`.
+    fn compare<T: PartialEq + std::fmt::Display>(
+        &mut self,
+        what: impl Into<String>,
+        ours: T,
+        theirs: T,
+    ) {
+        self.checked += 1;
+        if ours != theirs {
+            self.disagree(what, ours, theirs);
+        }
+    }
+
+    fn disagree(&mut self, what: impl Into<String>, ours: impl ToString, theirs: impl ToString) {
+        self.disagreements.push(Disagreement {
+            what: what.into(),
+            hlomem: ours.to_string(),
+            xla: theirs.to_string(),
+        });
     }
 }
 
@@ -156,12 +180,154 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
             sum(&|a| a.preallocated_temp),
             &mut v,
         );
-        compare_allocations(module, model, xla, &mut v);
     }
+    compare_total(model, xla, &mut v);
+    let ours = value_index(module, model);
+    if !xla.allocations.is_empty() {
+        allocations::compare(module, model, xla, &ours, &mut v);
+    }
+    compare_used_values(module, model, xla, &ours, &mut v);
     if let Some(lr) = &xla.live_ranges {
-        compare_live_ranges(module, model, lr, &mut v);
+        ranges::compare(module, model, lr, &ours, &mut v);
     }
     v
+}
+
+/// "Total bytes used" is the sum of XLA's allocations; where hlomem's total
+/// is an estimate (TPU's on-chip spaces), the part outside those spaces is
+/// still exact and compared.
+fn compare_total(model: &MemoryModel, xla: &XlaReports, v: &mut Verification) {
+    let Some(total) = xla.total_bytes_used else {
+        return;
+    };
+    if !xla.allocations.is_empty() {
+        let sum: u64 = xla.allocations.iter().map(|a| a.size).sum();
+        v.compare(
+            "XLA's \"Total bytes used\" against the sum of its allocations",
+            sum,
+            total,
+        );
+    }
+    if model.totals.total_exact || xla.allocations.is_empty() {
+        return;
+    }
+    let exact = |color: u64| model.target.space_is_exact(color);
+    let estimated: u64 = xla
+        .allocations
+        .iter()
+        .filter(|a| !exact(a.color))
+        .map(|a| a.size)
+        .sum();
+    let ours: u64 = model
+        .totals
+        .by_space
+        .iter()
+        .filter(|s| exact(s.color))
+        .map(|s| s.bytes)
+        .sum();
+    v.compare(
+        "total bytes used outside the spaces hlomem estimates",
+        ours,
+        total.saturating_sub(estimated),
+    );
+}
+
+/// The values under `Used values:` are the buffer-assignment report's, id for
+/// id, and each appears where the module puts it (its positions).
+fn compare_used_values(
+    module: &Module,
+    model: &MemoryModel,
+    xla: &XlaReports,
+    ours: &HashMap<(String, Vec<u64>), ValueId>,
+    v: &mut Verification,
+) {
+    if xla.used_values.is_empty() {
+        return;
+    }
+    let placed: HashMap<u64, (&str, &[u64])> = xla
+        .allocations
+        .iter()
+        .flat_map(|a| &a.values)
+        .map(|value| (value.id, (value.name.as_str(), value.index.as_slice())))
+        .collect();
+    let synthetic = module.instrs().any(|(_, i)| i.synthetic);
+    let mut nodes = NodeIndexes::default();
+    let mut differing = Vec::new();
+    for used in &xla.used_values {
+        v.checked += 1;
+        let name = value_name(&used.name, &used.index);
+        if !xla.allocations.is_empty()
+            && placed.get(&used.id) != Some(&(used.name.as_str(), used.index.as_slice()))
+        {
+            differing.push(format!(
+                "value {} is {name} in the values report but not in the buffer-assignment report",
+                used.id
+            ));
+            continue;
+        }
+        // Positions through compact `%t#i` operands are get-tuple-elements
+        // the text leaves out (see the live ranges' note).
+        let Some(&id) = ours
+            .get(&(used.name.clone(), used.index.clone()))
+            .filter(|_| !synthetic)
+        else {
+            continue;
+        };
+        let mut mine: Vec<(String, Vec<u64>)> = model
+            .dataflow
+            .positions(id)
+            .iter()
+            .map(|&(instr, node)| {
+                (
+                    module.instr_name(instr).to_string(),
+                    nodes.index(module, instr, node),
+                )
+            })
+            .collect();
+        let mut theirs = used.positions.clone();
+        mine.sort();
+        theirs.sort();
+        if mine != theirs {
+            let show = |p: &[(String, Vec<u64>)]| {
+                list(&p.iter().map(|(n, i)| value_name(n, i)).collect::<Vec<_>>())
+            };
+            differing.push(format!(
+                "{name} at {} in XLA, at {} in hlomem",
+                show(&theirs),
+                show(&mine)
+            ));
+        }
+    }
+    if !differing.is_empty() {
+        v.disagree(
+            format!(
+                "{} used values differ in name or positions",
+                differing.len()
+            ),
+            "see XLA column",
+            list(&differing),
+        );
+    }
+}
+
+/// The shape index of each node of an instruction's shape, computed once per
+/// instruction.
+#[derive(Default)]
+struct NodeIndexes(HashMap<crate::hlo::InstrId, Vec<Vec<u64>>>);
+
+impl NodeIndexes {
+    fn index(&mut self, module: &Module, instr: crate::hlo::InstrId, node: u32) -> Vec<u64> {
+        let indexes = self.0.entry(instr).or_insert_with(|| {
+            module
+                .instr(instr)
+                .shape
+                .nodes()
+                .into_iter()
+                .map(|(i, _)| i)
+                .collect()
+        });
+        indexes.get(node as usize).cloned().unwrap_or_default()
+    }
 }
 
 /// Our value for XLA's `name{index}` (the defining instruction and shape index).
@@ -184,163 +350,10 @@ fn value_index(module: &Module, model: &MemoryModel) -> HashMap<(String, Vec<u64
         .collect()
 }
 
-fn compare_allocations(
-    module: &Module,
-    model: &MemoryModel,
-    xla: &XlaReports,
-    v: &mut Verification,
-) {
-    let ours = value_index(module, model);
-    let assignment = &model.assignment;
-    let mut misplaced = Vec::new();
-    for allocation in xla
-        .allocations
-        .iter()
-        .filter(|a| model.target.space_is_exact(a.color))
-    {
-        // Which of our allocations holds most of this one's values?
-        let mut votes: HashMap<usize, usize> = HashMap::new();
-        for value in &allocation.values {
-            let Some(&id) = ours.get(&(value.name.clone(), value.index.clone())) else {
-                continue;
-            };
-            let buffer = model.dataflow.values[id.index()].buffer;
-            if let Some(a) = assignment.allocation_of[buffer.index()] {
-                *votes.entry(a).or_default() += 1;
-            }
-        }
-        let Some((&mine, _)) = votes
-            .iter()
-            .max_by_key(|&(a, n)| (*n, std::cmp::Reverse(*a)))
-        else {
-            continue;
-        };
-        v.checked += 1;
-        if assignment.allocations[mine].size != allocation.size {
-            v.disagreements.push(Disagreement {
-                what: format!("size of XLA's allocation {}", allocation.index),
-                hlomem: assignment.allocations[mine].size.to_string(),
-                xla: allocation.size.to_string(),
-            });
-        }
-        for value in &allocation.values {
-            let place = ours
-                .get(&(value.name.clone(), value.index.clone()))
-                .and_then(|id| {
-                    assignment.allocation_of[model.dataflow.values[id.index()].buffer.index()]
-                });
-            if place != Some(mine) {
-                misplaced.push(format!(
-                    "{}{:?} (XLA's allocation {})",
-                    value.name, value.index, allocation.index
-                ));
-            }
-        }
-    }
-    if misplaced.is_empty() {
-        return;
-    }
-    // When every allocation still has XLA's size, the values only swapped
-    // places between interchangeable allocations: XLA breaks such ties by value
-    // ids, which depend on its internal computation order that the text does not
-    // show. That changes no number, so it is a note, not a disagreement.
-    let sizes_agree = !v
-        .disagreements
-        .iter()
-        .any(|d| d.what.starts_with("size of XLA's allocation"));
-    let message = format!(
-        "{} values are in a different allocation: {}",
-        misplaced.len(),
-        list(&misplaced)
-    );
-    if sizes_agree {
-        v.notes.push(format!(
-            "{message} (equal-sized allocations, no number changes)"
-        ));
-    } else {
-        v.disagreements.push(Disagreement {
-            what: format!("{} values are in a different allocation", misplaced.len()),
-            hlomem: "elsewhere".into(),
-            xla: list(&misplaced),
-        });
-    }
-}
-
-fn compare_live_ranges(
-    module: &Module,
-    model: &MemoryModel,
-    lr: &crate::xla_report::XlaLiveRanges,
-    v: &mut Verification,
-) {
-    if module.instrs().any(|(_, i)| i.synthetic) {
-        v.notes.push(
-            "live ranges not compared: the dump leaves out get-tuple-elements (compact `%t#i` operands), so logical \
-             times differ from XLA's by design"
-                .into(),
-        );
-        return;
-    }
-    v.checked += 1;
-    if u64::from(model.schedule.len()) != lr.max_time {
-        v.disagreements.push(Disagreement {
-            what: "length of the flattened schedule".into(),
-            hlomem: model.schedule.len().to_string(),
-            xla: lr.max_time.to_string(),
-        });
-    }
-    let ours = value_index(module, model);
-    let mut differing = Vec::new();
-    for (name, index, start, end) in &lr.ranges {
-        v.checked += 1;
-        let mine = ours
-            .get(&(name.clone(), index.clone()))
-            .and_then(|id| model.ranges[id.index()]);
-        match mine {
-            Some(r) if u64::from(r.start) == *start && u64::from(r.end) == *end => {}
-            Some(r) => differing.push(format!(
-                "{name}{index:?}: hlomem {}-{}, XLA {start}-{end}",
-                r.start, r.end
-            )),
-            None => differing.push(format!(
-                "{name}{index:?}: no live range in hlomem, XLA {start}-{end}"
-            )),
-        }
-    }
-    if !differing.is_empty() {
-        v.disagreements.push(Disagreement {
-            what: format!(
-                "{} of {} live ranges differ",
-                differing.len(),
-                lr.ranges.len()
-            ),
-            hlomem: "see XLA column".into(),
-            xla: list(&differing),
-        });
-    }
-    // The values XLA lists at its peak moment must be exactly those live then.
-    if let Some(t) = lr.peak_time {
-        v.checked += 1;
-        let t = t as u32;
-        let theirs: std::collections::BTreeSet<String> = lr
-            .peak_values
-            .iter()
-            .map(|(n, i, _)| format!("{n}{i:?}"))
-            .collect();
-        let mine: std::collections::BTreeSet<String> = ours
-            .iter()
-            .filter(|(_, id)| model.ranges[id.index()].is_some_and(|r| r.start <= t && t <= r.end))
-            .map(|((n, i), _)| format!("{n}{i:?}"))
-            .collect();
-        let missing: Vec<String> = theirs.difference(&mine).cloned().collect();
-        let extra: Vec<String> = mine.difference(&theirs).cloned().collect();
-        if !missing.is_empty() || !extra.is_empty() {
-            v.disagreements.push(Disagreement {
-                what: format!("values live at XLA's peak moment {t}"),
-                hlomem: format!("also live: {}", list(&extra)),
-                xla: format!("also live: {}", list(&missing)),
-            });
-        }
-    }
+/// `add.9{1}`, as XLA's reports write a value.
+fn value_name(name: &str, index: &[u64]) -> String {
+    let index: Vec<String> = index.iter().map(u64::to_string).collect();
+    format!("{name}{{{}}}", index.join(","))
 }
 
 fn list(items: &[String]) -> String {

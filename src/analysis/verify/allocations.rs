@@ -1,0 +1,380 @@
+//! XLA's allocations against hlomem's, value by value: which values share an
+//! allocation, each value's size and offset, each allocation's size and kind,
+//! and the parameter (number and shape index) each parameter allocation holds.
+//! Only memory spaces hlomem computes exactly are compared here.
+
+use std::collections::HashMap;
+
+use super::{list, value_name, Verification};
+use crate::analysis::assign::{Allocation, AllocationKind};
+use crate::analysis::dataflow::ValueId;
+use crate::analysis::MemoryModel;
+use crate::hlo::{Module, Opcode};
+use crate::xla_report::{XlaAllocation, XlaReports, XlaValue};
+
+type Ours = HashMap<(String, Vec<u64>), ValueId>;
+
+pub(super) fn compare(
+    module: &Module,
+    model: &MemoryModel,
+    xla: &XlaReports,
+    ours: &Ours,
+    v: &mut Verification,
+) {
+    let offsets = offsets(model);
+    let exact: Vec<&XlaAllocation> = xla
+        .allocations
+        .iter()
+        .filter(|a| model.target.space_is_exact(a.color))
+        .collect();
+    // XLA's allocation → ours, to find two of XLA's that are one of ours.
+    let mut matched: HashMap<usize, u64> = HashMap::new();
+    let mut misplaced = Vec::new();
+    let mut repacked = 0;
+    for allocation in exact.iter().copied() {
+        // Values of the temp block at another offset than hlomem's.
+        let mut moved = Vec::new();
+        compare_values(allocation, model, ours, v);
+        let Some(mine) = matching(allocation, model, ours) else {
+            if allocation.parameter.is_none() {
+                v.disagree(
+                    format!(
+                        "XLA's allocation {} holds no value of the module",
+                        allocation.index
+                    ),
+                    "no such allocation",
+                    format!("{} bytes", allocation.size),
+                );
+            }
+            continue;
+        };
+        if let Some(other) = matched.insert(mine, allocation.index) {
+            v.disagree(
+                format!(
+                    "XLA's allocations {other} and {} hold values hlomem puts in one allocation",
+                    allocation.index
+                ),
+                "one allocation",
+                "two",
+            );
+        }
+        let theirs = &model.assignment.allocations[mine];
+        v.compare(
+            format!("size of XLA's allocation {}", allocation.index),
+            theirs.size,
+            allocation.size,
+        );
+        v.compare(
+            format!("kind of XLA's allocation {}", allocation.index),
+            kind(module, model, theirs),
+            xla_kind(allocation),
+        );
+        for value in &allocation.values {
+            match place(model, ours, value) {
+                Some(place) if place == mine => {
+                    let id = ours[&(value.name.clone(), value.index.clone())];
+                    let offset = offsets.get(&id).copied().unwrap_or(0);
+                    if theirs.kind != AllocationKind::Temp || offset == value.offset {
+                        v.compare(
+                            format!(
+                                "offset of {} in XLA's allocation {}",
+                                value_name(&value.name, &value.index),
+                                allocation.index
+                            ),
+                            offset,
+                            value.offset,
+                        );
+                    } else {
+                        moved.push((id, value));
+                    }
+                }
+                _ => misplaced.push(format!(
+                    "{} (XLA's allocation {})",
+                    value_name(&value.name, &value.index),
+                    allocation.index
+                )),
+            }
+        }
+        repacked += check_packing(allocation, model, ours, &moved, v);
+    }
+    for allocation in exact.iter().filter(|a| a.parameter.is_some()) {
+        compare_parameter(module, model, ours, allocation, v);
+    }
+    if repacked > 0 {
+        v.notes.push(format!(
+            "{repacked} values of the temp block are at other offsets than hlomem's, each aligned, inside its \
+             allocation and clear of every value live with it: a different packing of the same size"
+        ));
+    }
+    if !misplaced.is_empty() {
+        // XLA never splits what hlomem keeps together by a tie: the
+        // allocations of the corpus agree value for value, so any difference
+        // is a different rule (or a report that does not belong to the module).
+        v.disagree(
+            format!("{} values are in a different allocation", misplaced.len()),
+            "elsewhere",
+            list(&misplaced),
+        );
+    }
+}
+
+/// Each value of one of XLA's allocations is a value of the module, of the
+/// size hlomem gives it, and fits in the allocation.
+fn compare_values(
+    allocation: &XlaAllocation,
+    model: &MemoryModel,
+    ours: &Ours,
+    v: &mut Verification,
+) {
+    for value in &allocation.values {
+        let name = value_name(&value.name, &value.index);
+        let Some(id) = ours.get(&(value.name.clone(), value.index.clone())) else {
+            v.disagree(
+                format!("value {name} of XLA's allocation {}", allocation.index),
+                "no such value in the module",
+                format!("{} bytes", value.size),
+            );
+            continue;
+        };
+        v.compare(
+            format!("size of value {name}"),
+            model.dataflow.values[id.index()].size,
+            value.size,
+        );
+        let end = value.offset.saturating_add(value.size);
+        if end > allocation.size {
+            v.disagree(
+                format!(
+                    "value {name} ends past XLA's allocation {} ({} bytes)",
+                    allocation.index, allocation.size
+                ),
+                format!("fits in {} bytes", allocation.size),
+                format!("ends at byte {end}"),
+            );
+        }
+    }
+}
+
+/// The allocation of ours that holds most of this one's values.
+fn matching(allocation: &XlaAllocation, model: &MemoryModel, ours: &Ours) -> Option<usize> {
+    let mut votes: HashMap<usize, usize> = HashMap::new();
+    for value in &allocation.values {
+        if let Some(a) = place(model, ours, value) {
+            *votes.entry(a).or_default() += 1;
+        }
+    }
+    votes
+        .into_iter()
+        .max_by_key(|&(a, n)| (n, std::cmp::Reverse(a)))
+        .map(|(a, _)| a)
+}
+
+/// Our allocation of XLA's value, if we have the value and place it.
+fn place(model: &MemoryModel, ours: &Ours, value: &XlaValue) -> Option<usize> {
+    let id = ours.get(&(value.name.clone(), value.index.clone()))?;
+    model.assignment.allocation_of[model.dataflow.values[id.index()].buffer.index()]
+}
+
+/// A parameter allocation holds that parameter's value at that shape index,
+/// in an allocation hlomem gives that parameter, of the same size.
+fn compare_parameter(
+    module: &Module,
+    model: &MemoryModel,
+    ours: &Ours,
+    allocation: &XlaAllocation,
+    v: &mut Verification,
+) {
+    let (Some(number), index) = (allocation.parameter, &allocation.parameter_index) else {
+        return;
+    };
+    let what = format!(
+        "XLA's allocation {} (parameter {number} at {})",
+        allocation.index,
+        value_name("", index)
+    );
+    let parameter = module.entry().parameters.get(number as usize).copied();
+    let value =
+        parameter.and_then(|p| ours.get(&(module.instr_name(p).to_string(), index.clone())));
+    let Some(&id) = value else {
+        v.disagree(
+            what,
+            "the entry has no such parameter value",
+            "a parameter allocation",
+        );
+        return;
+    };
+    let mine = model.assignment.allocation_of[model.dataflow.values[id.index()].buffer.index()];
+    let Some(mine) = mine else {
+        v.disagree(what, "no allocation", format!("{} bytes", allocation.size));
+        return;
+    };
+    let theirs = &model.assignment.allocations[mine];
+    v.compare(
+        format!("{what}: kind"),
+        kind(module, model, theirs),
+        xla_kind(allocation),
+    );
+    v.compare(format!("{what}: size"), theirs.size, allocation.size);
+    // The parameter's own value, when XLA lists values, is among them.
+    let name = module.instr_name(parameter.unwrap_or(model.dataflow.values[id.index()].instr));
+    let listed = allocation
+        .values
+        .iter()
+        .any(|w| w.name == name && &w.index == index);
+    if !allocation.values.is_empty() && !listed {
+        v.disagree(
+            format!("{what}: values"),
+            format!("holds {}", value_name(name, index)),
+            "does not list it",
+        );
+    }
+}
+
+/// An allocation's kind and flags as XLA's report spells them.
+fn kind(module: &Module, model: &MemoryModel, allocation: &Allocation) -> String {
+    // A constant of a reducer or comparator: XLA calls its allocation constant.
+    let constant = allocation.buffers.iter().any(|b| {
+        model.dataflow.buffers[b.index()].values.iter().any(|v| {
+            module.instr(model.dataflow.values[v.index()].instr).opcode == Opcode::Constant
+        })
+    });
+    let mut words = vec![match allocation.kind {
+        AllocationKind::ThreadLocal if constant => "constant".into(),
+        AllocationKind::Parameter { number, .. } => format!("parameter {number}"),
+        AllocationKind::Constant => "constant".into(),
+        AllocationKind::ThreadLocal => "thread-local".into(),
+        AllocationKind::Temp => "preallocated-temp".into(),
+        AllocationKind::Output => "other".into(),
+    }];
+    if allocation.maybe_live_out {
+        words.push("maybe-live-out".into());
+    }
+    words.join(", ")
+}
+
+/// [`kind`] for one of XLA's allocations.
+fn xla_kind(allocation: &XlaAllocation) -> String {
+    let first = if let Some(number) = allocation.parameter {
+        format!("parameter {number}")
+    } else if allocation.constant {
+        "constant".into()
+    } else if allocation.thread_local {
+        "thread-local".into()
+    } else if allocation.preallocated_temp {
+        "preallocated-temp".into()
+    } else {
+        "other".into()
+    };
+    let mut words = vec![first];
+    if allocation.maybe_live_out {
+        words.push("maybe-live-out".into());
+    }
+    words.join(", ")
+}
+
+/// Each value's offset in its allocation: 0 but in a combined temp block,
+/// where the heap-packed values keep their chunk's offset after the pieces
+/// before theirs, each piece at the next aligned offset
+/// (`CombineTempAllocations`, which `assign` replays in the same order).
+fn offsets(model: &MemoryModel) -> HashMap<ValueId, u64> {
+    let chunks: HashMap<ValueId, u64> = model
+        .assignment
+        .heap
+        .chunks
+        .iter()
+        .map(|(v, c)| (*v, c.offset))
+        .collect();
+    let dataflow = &model.dataflow;
+    let mut out = HashMap::new();
+    for allocation in model
+        .assignment
+        .allocations
+        .iter()
+        .filter(|a| a.kind == AllocationKind::Temp)
+    {
+        let alignment = model.target.heap_alignment(allocation.color).max(1);
+        // `size`: the block so far; `heap_base`: where the current run of
+        // heap-packed buffers (one piece) starts.
+        let (mut size, mut heap_base) = (0u64, None);
+        for &b in &allocation.buffers {
+            let buffer = &dataflow.buffers[b.index()];
+            let packed = buffer.values.iter().any(|v| chunks.contains_key(v));
+            let next_piece = size.div_ceil(alignment).saturating_mul(alignment);
+            let base = match (packed, heap_base) {
+                (true, Some(base)) => base,
+                (true, None) => *heap_base.insert(next_piece),
+                (false, _) => {
+                    heap_base = None;
+                    next_piece
+                }
+            };
+            for &value in &buffer.values {
+                let offset = base.saturating_add(chunks.get(&value).copied().unwrap_or(0));
+                size = size.max(offset.saturating_add(dataflow.values[value.index()].size));
+                out.insert(value, offset);
+            }
+        }
+    }
+    out
+}
+
+/// Values of a temp block that XLA put at other offsets than hlomem (`moved`):
+/// each must be aligned and must not share a byte with a value of another
+/// buffer live at the same time, or XLA's report is no packing at all. The
+/// number that passed, which differ from hlomem's packing by ties only.
+fn check_packing(
+    allocation: &XlaAllocation,
+    model: &MemoryModel,
+    ours: &Ours,
+    moved: &[(ValueId, &XlaValue)],
+    v: &mut Verification,
+) -> usize {
+    let alignment = model.target.heap_alignment(allocation.color).max(1);
+    let dataflow = &model.dataflow;
+    let mut passed = 0;
+    for &(id, value) in moved {
+        v.checked += 1;
+        let name = value_name(&value.name, &value.index);
+        if value.offset % alignment != 0 {
+            v.disagree(
+                format!("offset of {name} in XLA's allocation {}", allocation.index),
+                format!("a multiple of {alignment}"),
+                value.offset,
+            );
+            continue;
+        }
+        let collides = allocation.values.iter().find(|other| {
+            let Some(&other_id) = ours.get(&(other.name.clone(), other.index.clone())) else {
+                return false;
+            };
+            let same_buffer =
+                dataflow.values[other_id.index()].buffer == dataflow.values[id.index()].buffer;
+            let bytes = value.offset < other.offset.saturating_add(other.size)
+                && other.offset < value.offset.saturating_add(value.size);
+            !same_buffer && bytes && live_together(model, id, other_id)
+        });
+        match collides {
+            Some(other) => v.disagree(
+                format!("offset of {name} in XLA's allocation {}", allocation.index),
+                format!("clear of {}", value_name(&other.name, &other.index)),
+                format!(
+                    "{} bytes at {}, over {} while both are live",
+                    value.size,
+                    value.offset,
+                    value_name(&other.name, &other.index)
+                ),
+            ),
+            None => passed += 1,
+        }
+    }
+    passed
+}
+
+/// Whether two values are live at one moment (a value may take the memory of
+/// one that dies where it starts).
+fn live_together(model: &MemoryModel, a: ValueId, b: ValueId) -> bool {
+    match (model.ranges[a.index()], model.ranges[b.index()]) {
+        (Some(a), Some(b)) => a.start < b.end && b.start < a.end,
+        _ => false,
+    }
+}
