@@ -13,7 +13,7 @@
 
     # For a device this machine does not have (a child process compiles):
     tpu = hlomem.compile_for(train_step, state, batch, target="tpu-v5e:2x2")
-    print(hlomem.fits(tpu))   # "fits on one v5e chip with 12.4 GiB to spare: ..."
+    print(hlomem.fits(tpu))   # "fits: needs 3.41 GiB, what libtpu lets a program use of a v5e chip is ..."
     hlomem.assert_fits(tpu)   # budget: the target's usable memory
     print(hlomem.compare_targets(train_step, state, batch, targets=["tpu-v5e", "h100"]))
 

@@ -141,13 +141,20 @@ class Verdict:
     unfinished: str | None = None
 
     @property
+    def deciding_bytes(self) -> int:
+        """The figure the decision is made on: hlomem's, or XLA's own when
+        that is larger (the two are equal unless hlomem's model misses one
+        of XLA's rules; then the larger is the safe one)."""
+        return max(self.needed_bytes, self.xla_bytes or 0)
+
+    @property
     def fits(self) -> bool:
-        return not self.at_least and self.needed_bytes <= self.target.usable_bytes
+        return not self.at_least and self.deciding_bytes <= self.target.usable_bytes
 
     @property
     def spare_bytes(self) -> int:
         """Usable memory left over; negative when it does not fit."""
-        return self.target.usable_bytes - self.needed_bytes
+        return self.target.usable_bytes - self.deciding_bytes
 
     def __bool__(self) -> bool:
         return self.fits
@@ -155,7 +162,7 @@ class Verdict:
     @property
     def needs(self) -> str:
         """What the program needs, in words: ``"27.50 GiB"``, ``"at least 19.00 GiB"``."""
-        return ("at least " if self.at_least else "") + gib(self.needed_bytes)
+        return ("at least " if self.at_least else "") + gib(self.deciding_bytes)
 
     @property
     def headline(self) -> str:
@@ -184,10 +191,16 @@ class Verdict:
         if t.usable_note:
             text += f"; {t.usable_note}"
         if self.xla_bytes is not None:
-            if gib(self.xla_bytes) == gib(self.needed_bytes):
+            if self.xla_bytes == self.needed_bytes:
                 text += f"; XLA's buffer assignment says the same ({gib(self.xla_bytes)})"
             else:
-                text += f"; XLA's buffer assignment says {gib(self.xla_bytes)}"
+                # Said in bytes too: two figures that print alike may differ.
+                text += (
+                    f"; XLA's buffer assignment says {gib(self.xla_bytes)} ({self.xla_bytes} "
+                    f"bytes), hlomem's analysis {gib(self.needed_bytes)} ({self.needed_bytes} "
+                    "bytes): they differ, the larger decides (hlomem analyze --verify on a "
+                    "kept dump shows where)"
+                )
         return text
 
     def __str__(self) -> str:
