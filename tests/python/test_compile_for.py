@@ -511,6 +511,39 @@ def test_the_signature_check_reads_the_entry_layout() -> None:
         _signature.check(whole_expected, f16, kept=[0, 2])
 
 
+def test_the_childs_flags_are_the_callers_with_its_own_dump(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """XLA_FLAGS and LIBTPU_INIT_ARGS reach the child as they are, but for
+    their dump flags: the child's dump is the one hlomem reads."""
+    monkeypatch.setenv(
+        "XLA_FLAGS",
+        "--xla_disable_hlo_passes=priority-fusion --xla_dump_to=/mine --xla_dump_hlo_pass_re=.*",
+    )
+    monkeypatch.setenv(
+        "LIBTPU_INIT_ARGS", "--xla_tpu_scoped_vmem_limit_kib=1024 --xla_dump_to=/mine"
+    )
+    env = _deviceless._child_env(tmp_path)
+    assert env["XLA_FLAGS"] == (
+        f"--xla_disable_hlo_passes=priority-fusion --xla_dump_to={tmp_path} --xla_dump_hlo_as_text"
+    )
+    assert env["LIBTPU_INIT_ARGS"] == "--xla_tpu_scoped_vmem_limit_kib=1024"
+    assert env["JAX_PLATFORMS"] == "cpu"
+
+
+def test_jax_settings_travel_but_not_the_process_local_ones() -> None:
+    from hlomem import _forward
+
+    with jax.enable_x64(True), jax.default_matmul_precision("bfloat16"):
+        sent, unsent = _forward.config_to_send()
+    assert sent["jax_enable_x64"] is True
+    assert sent["jax_default_matmul_precision"] == "bfloat16"
+    assert "jax_default_prng_impl" in sent and "jax_compiler_enable_remat_pass" in sent
+    for local in ("jax_platforms", "jax_compilation_cache_dir", "jax_enable_compilation_cache"):
+        assert local not in sent
+    assert unsent == []
+
+
 def test_missing_extra_names_the_extra() -> None:
     missing = [
         (name, extra)
