@@ -57,6 +57,8 @@ pub struct XlaValue {
     pub name: String,
     pub index: Vec<u64>,
     pub is_phi: bool,
+    /// The memory space (`@1`; absent in older reports).
+    pub color: Option<u64>,
     pub size: u64,
     pub offset: u64,
 }
@@ -453,6 +455,7 @@ fn lower_value(pair: pest::iterators::Pair<Rule>) -> XlaValue {
         name: String::new(),
         index: Vec::new(),
         is_phi: false,
+        color: None,
         size: 0,
         offset: 0,
     };
@@ -473,6 +476,7 @@ fn lower_value(pair: pest::iterators::Pair<Rule>) -> XlaValue {
         ints.last(),
     ) {
         value.id = id;
+        value.color = (ints.len() == 4).then(|| ints[1]);
         value.size = size;
         value.offset = offset;
     }

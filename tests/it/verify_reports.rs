@@ -151,3 +151,360 @@ fn a_module_without_reports_does_not_pass() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("no XLA report"), "{stderr}");
 }
+
+/// One module of a dump folder with XLA's three reports beside it.
+struct Dump {
+    hlo: PathBuf,
+    /// `-buffer-assignment`, `-buffer-assignment-values`, `-live-range`.
+    reports: [String; 3],
+}
+
+/// The after-optimizations modules under `dumps` that have all three reports.
+fn dumps_under(dumps: &[PathBuf]) -> Vec<Dump> {
+    let mut out = Vec::new();
+    for dir in dumps {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for hlo in files {
+            let name = hlo.file_name().unwrap().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix("after_optimizations.txt") else {
+                continue;
+            };
+            let read = |kind: &str| {
+                std::fs::read_to_string(dir.join(format!("{stem}after_optimizations-{kind}.txt")))
+                    .ok()
+            };
+            if let (Some(a), Some(b), Some(c)) = (
+                read("buffer-assignment"),
+                read("buffer-assignment-values"),
+                read("live-range"),
+            ) {
+                out.push(Dump {
+                    hlo: hlo.clone(),
+                    reports: [a, b, c],
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A small deterministic generator (xorshift), so that a failing mutant can
+/// be made again.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+/// The kinds of mutation of issue 36, each with the word that the
+/// disagreement (or, for garbage, the error's message) must contain.
+const KINDS: [(&str, &str); 8] = [
+    ("value size", "size of value"),
+    ("value offset", "offset of"),
+    ("parameter", "parameter"),
+    ("sequence swap", "instruction sequence"),
+    ("dropped live range", "live ranges"),
+    ("moved value", "allocation"),
+    ("total bytes used", "otal bytes used"),
+    // A garbage line is refused where it cannot be read, or read as what its
+    // place holds (a position, a range) and then disagrees.
+    ("garbage line", ""),
+];
+
+/// Indexes of the lines of `text` for which `pick` holds.
+fn lines_where(text: &str, pick: impl Fn(&str) -> bool) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| pick(l))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+fn with_line(text: &str, at: usize, new: Option<String>) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    match new {
+        Some(line) => lines[at] = line,
+        None => {
+            lines.remove(at);
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+/// `(size=S,offset=O)` of a value line.
+fn size_offset(line: &str) -> (u64, u64) {
+    let inner = line
+        .split("(size=")
+        .nth(1)
+        .unwrap()
+        .split(')')
+        .next()
+        .unwrap();
+    let (size, offset) = inner.split_once(",offset=").unwrap();
+    (size.parse().unwrap(), offset.parse().unwrap())
+}
+
+fn set_size_offset(line: &str, size: u64, offset: u64) -> String {
+    let (old_size, old_offset) = size_offset(line);
+    line.replacen(
+        &format!("(size={old_size},offset={old_offset})"),
+        &format!("(size={size},offset={offset})"),
+        1,
+    )
+}
+
+/// One mutant of `kind` (an index into [`KINDS`]): the reports with one change, or
+/// `None` when the dump has nothing to change that way.
+fn mutate(reports: &[String; 3], kind: usize, rng: &mut Rng) -> Option<[String; 3]> {
+    let mut out = reports.clone();
+    let [ba, values, lr] = reports;
+    let values_lines = lines_where(ba, |l| l.starts_with(" value: <"));
+    let ba_lines: Vec<&str> = ba.lines().collect();
+    match kind {
+        0 => {
+            let at = *values_lines.get(rng.below(values_lines.len()))?;
+            let (size, offset) = size_offset(ba_lines[at]);
+            let new = [size * 2, size + 1, size / 2, size + 4096][rng.below(4)];
+            (new != size).then_some(())?;
+            out[0] = with_line(ba, at, Some(set_size_offset(ba_lines[at], new, offset)));
+        }
+        1 => {
+            let at = *values_lines.get(rng.below(values_lines.len()))?;
+            let (size, offset) = size_offset(ba_lines[at]);
+            let new = [offset + 1, offset + size.max(1) * 1024, offset + 3][rng.below(3)];
+            out[0] = with_line(ba, at, Some(set_size_offset(ba_lines[at], size, new)));
+        }
+        2 => {
+            let headers = lines_where(ba, |l| l.contains(", parameter "));
+            let at = *headers.get(rng.below(headers.len()))?;
+            let line = ba_lines[at];
+            let number: u64 = line
+                .split(", parameter ")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse()
+                .ok()?;
+            let new = if rng.below(3) == 0 {
+                line.replacen("at ShapeIndex {}", "at ShapeIndex {7}", 1)
+            } else {
+                line.replacen(
+                    &format!(", parameter {number},"),
+                    &format!(", parameter {},", number + 1 + rng.below(3) as u64),
+                    1,
+                )
+            };
+            (new != line).then_some(())?;
+            out[0] = with_line(ba, at, Some(new));
+        }
+        3 => {
+            let sequence = lines_where(lr, |l| {
+                l.starts_with("    ")
+                    && l.trim()
+                        .split_once(':')
+                        .is_some_and(|(n, _)| n.parse::<u64>().is_ok())
+            });
+            let i = rng.below(sequence.len().saturating_sub(1));
+            let (a, b) = (*sequence.get(i)?, *sequence.get(i + 1)?);
+            let lines: Vec<&str> = lr.lines().collect();
+            let name = |l: &str| l.split_once(':').unwrap().1.to_string();
+            let number = |l: &str| l.split_once(':').unwrap().0.to_string();
+            (name(lines[a]) != name(lines[b])).then_some(())?;
+            let swapped = with_line(
+                lr,
+                a,
+                Some(format!("{}:{}", number(lines[a]), name(lines[b]))),
+            );
+            out[2] = with_line(
+                &swapped,
+                b,
+                Some(format!("{}:{}", number(lines[b]), name(lines[a]))),
+            );
+        }
+        4 => {
+            let ranges = lines_where(lr, |l| {
+                l.starts_with("    ") && l.contains("}:") && !l.contains("bytes")
+            });
+            let at = *ranges.get(rng.below(ranges.len()))?;
+            out[2] = with_line(lr, at, None);
+        }
+        5 => {
+            let from = *values_lines.get(rng.below(values_lines.len()))?;
+            let headers = lines_where(ba, |l| l.starts_with("allocation "));
+            let owner = |line: usize| headers.iter().filter(|&&h| h < line).count();
+            let to = headers[rng.below(headers.len())];
+            (owner(to + 1) != owner(from)).then_some(())?;
+            let mut lines: Vec<&str> = ba_lines.clone();
+            let moved = lines.remove(from);
+            let to = if to > from { to - 1 } else { to };
+            lines.insert(to + 1, moved);
+            out[0] = lines.join("\n") + "\n";
+        }
+        6 => {
+            let at = *lines_where(values, |l| l.starts_with("Total bytes used: ")).first()?;
+            let line = values.lines().nth(at)?;
+            let total: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+            let new = [total + 1, total.saturating_sub(512), total * 2][rng.below(3)];
+            out[1] = with_line(
+                values,
+                at,
+                Some(line.replacen(&total.to_string(), &new.to_string(), 1)),
+            );
+        }
+        _ => {
+            let garbage = [
+                "garbage",
+                "  positions:",
+                " value: <1 x @0>",
+                "allocation",
+                "    x{}:1",
+                "  Live",
+                "}",
+                "<1 @0>",
+            ];
+            let file = rng.below(3);
+            let text = &reports[file];
+            let lines: Vec<&str> = text.lines().collect();
+            let at = 1 + rng.below(lines.len().saturating_sub(1));
+            let mut lines: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            lines.insert(at, garbage[rng.below(garbage.len())].to_string());
+            out[file] = lines.join("\n") + "\n";
+        }
+    }
+    Some(out)
+}
+
+/// Whether `--verify` rejects the mutant, and with a message containing `word`:
+/// `Ok(())`, or what it said instead.
+fn rejected(
+    module: &hlomem::hlo::Module,
+    model: &hlomem::analysis::MemoryModel,
+    mutant: &[String; 3],
+    word: &str,
+) -> Result<(), String> {
+    let xla = match hlomem::xla_report::XlaReports::from_texts(&mutant[0], &mutant[1], &mutant[2]) {
+        Err(error) if error.location().is_some() && error.to_string().contains(word) => {
+            return Ok(())
+        }
+        Err(error) => return Err(format!("refused, but with {error}")),
+        Ok(xla) => xla,
+    };
+    let verification = hlomem::analysis::verify::verify(module, model, &xla);
+    let whats: Vec<&str> = verification
+        .disagreements
+        .iter()
+        .map(|d| d.what.as_str())
+        .collect();
+    if whats.iter().any(|w| w.contains(word)) {
+        Ok(())
+    } else {
+        Err(format!(
+            "disagreements: {whats:?}; notes: {:?}",
+            verification.notes
+        ))
+    }
+}
+
+/// Makes `per_kind` mutants of each kind of every dump's reports and checks
+/// that each is rejected with a message naming what disagrees; returns the
+/// counts per kind.
+fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
+    let mut counts = vec![0usize; KINDS.len()];
+    let mut failures = Vec::new();
+    for (d, dump) in dumps.iter().enumerate() {
+        let (module, model) = hlomem::pipeline::load_and_model(&dump.hlo, None, None).unwrap();
+        let intact = rejected(&module, &model, &dump.reports, "");
+        assert!(
+            intact.is_err(),
+            "{}: intact reports disagree",
+            dump.hlo.display()
+        );
+        for (kind, (name, word)) in KINDS.iter().enumerate() {
+            let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((d as u64) << 8 | kind as u64));
+            for _ in 0..per_kind {
+                let Some(mutant) = mutate(&dump.reports, kind, &mut rng) else {
+                    continue;
+                };
+                counts[kind] += 1;
+                if let Err(why) = rejected(&module, &model, &mutant, word) {
+                    failures.push(format!("{} ({name}): {why}", dump.hlo.display()));
+                }
+            }
+        }
+    }
+    let counts: Vec<(String, usize)> = KINDS
+        .iter()
+        .zip(counts)
+        .map(|((n, _), c)| (n.to_string(), c))
+        .collect();
+    println!("mutants made per kind (all rejected unless listed below): {counts:?}");
+    assert!(
+        failures.is_empty(),
+        "{} mutants passed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    counts
+}
+
+/// Every mutant of the samples' reports, of each kind of issue 36, is
+/// rejected with a message naming what disagrees.
+#[test]
+fn mutated_sample_reports_are_rejected() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(samples)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("dump"))
+        .collect();
+    folders.sort();
+    let dumps = dumps_under(&folders);
+    assert!(
+        dumps.len() >= 10,
+        "{} sample dumps with reports",
+        dumps.len()
+    );
+    let counts = mutation_campaign(&dumps, 6);
+    assert!(
+        counts.iter().all(|(_, n)| *n > 0),
+        "a kind made no mutant: {counts:?}"
+    );
+}
+
+/// The same campaign over the shared corpus's real reports (CPU, GPU and TPU
+/// dumps): every mutant of every kind is rejected.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_mutated_reports_are_rejected() {
+    let root = PathBuf::from(
+        std::env::var_os("HLOMEM_CORPUS").expect("set HLOMEM_CORPUS to the shared/ folder"),
+    );
+    let mut folders = Vec::new();
+    for cases in [root.join("corpus/cases")].into_iter().chain(
+        std::fs::read_dir(root.join("accelerators"))
+            .unwrap()
+            .flatten()
+            .map(|t| t.path().join("cases")),
+    ) {
+        for case in std::fs::read_dir(cases).into_iter().flatten().flatten() {
+            folders.push(case.path().join("dump"));
+        }
+    }
+    folders.sort();
+    let dumps = dumps_under(&folders);
+    assert!(
+        dumps.len() >= 100,
+        "{} corpus dumps with reports",
+        dumps.len()
+    );
+    mutation_campaign(&dumps, 4);
+}

@@ -31,6 +31,22 @@ pub(super) fn compare(
     let mut matched: HashMap<usize, u64> = HashMap::new();
     let mut misplaced = Vec::new();
     let mut repacked = 0;
+    // Spaces hlomem estimates (TPU's on-chip memory): XLA's placement is its
+    // own, but each value still has its size and a place no other value
+    // live with it takes.
+    for allocation in xla
+        .allocations
+        .iter()
+        .filter(|a| !model.target.space_is_exact(a.color))
+    {
+        compare_values(allocation, model, ours, v);
+        let placed: Vec<(ValueId, &XlaValue)> = allocation
+            .values
+            .iter()
+            .filter_map(|w| Some((*ours.get(&(w.name.clone(), w.index.clone()))?, w)))
+            .collect();
+        check_packing(allocation, model, ours, &placed, v, false);
+    }
     for allocation in exact.iter().copied() {
         // Values of the temp block at another offset than hlomem's.
         let mut moved = Vec::new();
@@ -95,7 +111,7 @@ pub(super) fn compare(
                 )),
             }
         }
-        repacked += check_packing(allocation, model, ours, &moved, v);
+        repacked += check_packing(allocation, model, ours, &moved, v, true);
     }
     for allocation in exact.iter().filter(|a| a.parameter.is_some()) {
         compare_parameter(module, model, ours, allocation, v);
@@ -141,11 +157,21 @@ fn compare_values(
             model.dataflow.values[id.index()].size,
             value.size,
         );
+        if let Some(color) = value.color.filter(|&c| c != allocation.color) {
+            v.disagree(
+                format!(
+                    "allocation of {name}: XLA's allocation {} is in another memory space",
+                    allocation.index
+                ),
+                format!("memory space {color}, as the value says"),
+                format!("memory space {}", allocation.color),
+            );
+        }
         let end = value.offset.saturating_add(value.size);
         if end > allocation.size {
             v.disagree(
                 format!(
-                    "value {name} ends past XLA's allocation {} ({} bytes)",
+                    "offset of {name}: it ends past XLA's allocation {} ({} bytes)",
                     allocation.index, allocation.size
                 ),
                 format!("fits in {} bytes", allocation.size),
@@ -319,15 +345,19 @@ fn offsets(model: &MemoryModel) -> HashMap<ValueId, u64> {
 }
 
 /// Values of a temp block that XLA put at other offsets than hlomem (`moved`):
-/// each must be aligned and must not share a byte with a value of another
-/// buffer live at the same time, or XLA's report is no packing at all. The
-/// number that passed, which differ from hlomem's packing by ties only.
+/// each must be aligned, at the start of a gap (0 or the end of another
+/// value), and must not share a byte with a value of another buffer live at
+/// the same time, or XLA's report is no heap packing at all. The number that
+/// passed, which differ from hlomem's packing by ties only. `heap_packed`:
+/// the gap rule holds (XLA's memory-space assignment places on-chip values
+/// by rules of its own).
 fn check_packing(
     allocation: &XlaAllocation,
     model: &MemoryModel,
     ours: &Ours,
     moved: &[(ValueId, &XlaValue)],
     v: &mut Verification,
+    heap_packed: bool,
 ) -> usize {
     let alignment = model.target.heap_alignment(allocation.color).max(1);
     let dataflow = &model.dataflow;
@@ -339,6 +369,23 @@ fn check_packing(
             v.disagree(
                 format!("offset of {name} in XLA's allocation {}", allocation.index),
                 format!("a multiple of {alignment}"),
+                value.offset,
+            );
+            continue;
+        }
+        // A heap simulator places a chunk at the start of a free gap: the
+        // block's start or (aligned) where another chunk ends.
+        let at_a_gap = !heap_packed
+            || value.offset == 0
+            || allocation.values.iter().any(|w| {
+                let end = w.offset.saturating_add(w.size);
+                end == value.offset
+                    || end.div_ceil(alignment).saturating_mul(alignment) == value.offset
+            });
+        if !at_a_gap {
+            v.disagree(
+                format!("offset of {name} in XLA's allocation {}", allocation.index),
+                "0 or where another value ends",
                 value.offset,
             );
             continue;
