@@ -83,12 +83,22 @@ class Comparison:
             lines.append(f"  {verdict.target.name:<{width}}  {verdict.headline}")
             if verdict.unfinished is not None:
                 lines.append(f"  {'':<{width}}  {_unfinished(verdict.unfinished)}")
+            if verdict.xla_bytes not in (None, verdict.needed_bytes) and not verdict.at_least:
+                lines.append(f"  {'':<{width}}  {_disagreement(verdict)}")
         # The arguments are the same on every target (each compile was
         # checked against them): said once.
         program = next((v.program for v in self.verdicts if v.program is not None), None)
         if program is not None:
             lines.append(f"  {_without_versions(program)}")
         return "\n".join(lines)
+
+
+def _disagreement(verdict: Verdict) -> str:
+    assert verdict.xla_bytes is not None
+    return (
+        f"XLA's buffer assignment says {gib(verdict.xla_bytes)}, hlomem's analysis "
+        f"{gib(verdict.needed_bytes)}: they differ, the larger decides"
+    )
 
 
 def _without_versions(program: CompiledProgram) -> str:

@@ -190,7 +190,13 @@ class Verdict:
         text = f"{t.article} {t.device} has {gib(t.memory_bytes)} of {t.memory_word}"
         if t.usable_note:
             text += f"; {t.usable_note}"
-        if self.xla_bytes is not None:
+        if self.xla_bytes is not None and self.at_least:
+            # needed_bytes is then the refusal's own figure or hlomem's, the larger.
+            text += (
+                f"; XLA's buffer assignment of the module it refused: {gib(self.xla_bytes)} "
+                f"({self.xla_bytes} bytes)"
+            )
+        elif self.xla_bytes is not None:
             if self.xla_bytes == self.needed_bytes:
                 text += f"; XLA's buffer assignment says the same ({gib(self.xla_bytes)})"
             else:

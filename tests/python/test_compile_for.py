@@ -579,7 +579,7 @@ def test_verdicts_in_words() -> None:
         "does not fit (its compiler refused it): needs at least 19.00 GiB, what libtpu lets a "
         "program use of a v5e chip is 15.75 GiB, over by at least 3.25 GiB\n"
         "  a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it; "
-        "XLA's buffer assignment says the same (19.00 GiB)"
+        f"XLA's buffer assignment of the module it refused: 19.00 GiB ({19 * GIB} bytes)"
     )
     assert hlomem.Verdict(v5e, 15 * GIB).headline.endswith(", 0.75 GiB to spare")
     h100 = resolve_target("h100")
@@ -596,6 +596,12 @@ def test_verdicts_in_words() -> None:
         "differ, the larger decides (hlomem analyze --verify on a kept dump shows where)"
     )
     assert not hlomem.Verdict(h100, 70 * GIB)
+    # A comparison's one line per target says so too.
+    assert str(hlomem.Comparison("step", (fits,))).splitlines()[1:] == [
+        "  h100  fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare",
+        "        XLA's buffer assignment says 48.20 GiB, hlomem's analysis 48.00 GiB: they differ, "
+        "the larger decides",
+    ]
     # The V100 example: just over JAX's share, well under the GPU.
     v100 = resolve_target("v100")
     over = hlomem.Verdict(v100, v100.usable_bytes + int(0.2 * GIB))
