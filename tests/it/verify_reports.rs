@@ -420,6 +420,7 @@ fn rejected(
 fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
     let mut counts = vec![0usize; KINDS.len()];
     let mut failures = Vec::new();
+    let mut ties = 0;
     for (d, dump) in dumps.iter().enumerate() {
         let (module, model) = hlomem::pipeline::load_and_model(&dump.hlo, None, None).unwrap();
         let intact = rejected(&module, &model, &dump.reports, "");
@@ -435,8 +436,15 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
                     continue;
                 };
                 counts[kind] += 1;
-                if let Err(why) = rejected(&module, &model, &mutant, word) {
-                    failures.push(format!("{} ({name}): {why}", dump.hlo.display()));
+                match rejected(&module, &model, &mutant, word) {
+                    // An offset moved to another start of a gap, aligned and
+                    // clear of every live value, is a packing XLA could have
+                    // made: a tie, which only a note can say.
+                    Err(why) if *name == "value offset" && why.contains("a different packing") => {
+                        ties += 1
+                    }
+                    Err(why) => failures.push(format!("{} ({name}): {why}", dump.hlo.display())),
+                    Ok(()) => {}
                 }
             }
         }
@@ -446,12 +454,22 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
         .zip(counts)
         .map(|((n, _), c)| (n.to_string(), c))
         .collect();
-    println!("mutants made per kind (all rejected unless listed below): {counts:?}");
+    println!(
+        "mutants made per kind (all rejected unless listed below): {counts:?}; \
+         {ties} offsets moved to a valid place (a note)"
+    );
     assert!(
         failures.is_empty(),
         "{} mutants passed:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+    // Such a place is rare: a random offset is almost never the end of another
+    // value and clear of everything live with it.
+    assert!(
+        ties * 100 <= counts[1].1,
+        "{ties} of {} offset mutants passed as ties",
+        counts[1].1
     );
     counts
 }
