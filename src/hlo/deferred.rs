@@ -17,9 +17,10 @@
 //! analysis sees an empty body, and the pipeline refuses the module afterwards
 //! ([`Module::deferred_error`]). `--strict` parses every body at load.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::body_check::{self, BodyCheck};
 use super::ir::*;
 use super::lower;
 use super::opcode::Opcode;
@@ -517,16 +518,18 @@ pub(super) struct Structure<'a> {
 
 /// The cheap check every deferred line passes at load: brackets balance
 /// outside strings, the line is `[ROOT ]name = ...`, names are defined once,
-/// and there is at most one ROOT. It also collects the computations the body
+/// there is at most one ROOT, and what XLA's parser checks of each line
+/// ([`body_check`]: operands defined earlier, operand counts, parameter
+/// numbers, dimensions and layouts). It also collects the computations the body
 /// calls, read from call attributes outside strings and brackets; when the body
 /// is parsed, the grammar's reading must agree (`Deferred::parse` checks).
 pub(super) fn check_structure<'a>(
     file: &'a SourceFile,
     comp: &str,
+    header: &str,
     lines: &[(u32, u32)],
 ) -> Result<Structure<'a>, Error> {
-    let mut names: rustc_hash::FxHashSet<&str> =
-        HashSet::with_capacity_and_hasher(lines.len(), Default::default());
+    let mut body = BodyCheck::default();
     let mut structure = Structure {
         root: None,
         calls: Vec::new(),
@@ -556,14 +559,6 @@ pub(super) fn check_structure<'a>(
                 "not an instruction",
             ));
         }
-        if !names.insert(name) {
-            return Err(Error::at(
-                file,
-                token,
-                format!("instruction `%{name}` is defined twice"),
-                "second definition",
-            ));
-        }
         if let Some((at_byte, what)) = scan_line(text, offset, &mut structure.calls) {
             return Err(Error::at(
                 file,
@@ -573,8 +568,33 @@ pub(super) fn check_structure<'a>(
             )
             .with_note("the line was probably cut or edited"));
         }
+        body.line(i, text, head.token.end + 3)
+            .map_err(|p| problem(file, offset, p))?;
+        if !body.define(name) {
+            return Err(Error::at(
+                file,
+                token,
+                format!("instruction `%{name}` is defined twice"),
+                "second definition",
+            ));
+        }
+    }
+    body.finish(comp)
+        .map_err(|(i, p)| problem(file, lines[i].0 as usize, p))?;
+    // Without a ROOT marker XLA takes the last instruction.
+    if let Some(&(offset, len)) = lines.get(structure.root.unwrap_or(lines.len().wrapping_sub(1))) {
+        let (offset, len) = (offset as usize, len as usize);
+        let text = &file.text[offset..offset + len];
+        body_check::root_matches_header(header, text, line_head(text).token.end + 3)
+            .map_err(|p| problem(file, offset, p))?;
     }
     Ok(structure)
+}
+
+/// A token-level problem on the line at `offset`, as an input error there.
+fn problem(file: &SourceFile, offset: usize, p: body_check::Problem) -> Error {
+    let end = p.at.end.max(p.at.start + 1);
+    Error::at(file, offset + p.at.start..offset + end, p.title, p.label)
 }
 
 /// Where a line's `[ROOT ]%name = ` prefix puts things, relative to the line.

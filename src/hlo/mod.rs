@@ -4,6 +4,7 @@
 //! IR values and `resolve` turns names into indices. Everything downstream reads
 //! only the IR in `ir`, `shape`, `opcode` and `metadata`.
 
+mod body_check;
 mod deferred;
 pub mod ir;
 mod lower;
@@ -13,6 +14,7 @@ pub mod parse;
 mod resolve;
 mod set_aside;
 pub mod shape;
+mod shape_rules;
 mod verify;
 
 pub use deferred::{Deferred, LineRead};

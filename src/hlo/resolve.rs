@@ -224,6 +224,9 @@ fn shells(
                     ),
                 ));
             };
+            if callee.0 as usize >= ci {
+                return Err((ci, called_before_defined(file, offset, name)));
+            }
             calls.push((role, callee));
         }
         shells.push((
@@ -268,6 +271,44 @@ impl Arena<'_> {
 
 /// Resolves the names of one computation's lowered instructions (`names`, in
 /// line order) in place in `arena`, recreating compact get-tuple-elements.
+/// What is wrong with a computation's parameter numbers, sorted: which one
+/// (its index in `sorted`) and what, in words after "parameter(N) of `%c`".
+/// XLA's parser wants `0..n` once each (a number past the count aborts it).
+pub(super) fn parameter_numbers_problem(sorted: &[u64]) -> Option<(usize, String)> {
+    let count = sorted.len();
+    // A number past the count is surely the wrong one (with 0 and 7 of two,
+    // the 7): named before a gap, which only says where numbering broke.
+    if sorted.last().is_some_and(|&n| n >= count as u64) {
+        return Some((
+            count - 1,
+            format!("is out of range: it has {count} parameter(s), numbered from 0"),
+        ));
+    }
+    sorted.iter().enumerate().find_map(|(expected, &n)| {
+        let what = match n.cmp(&(expected as u64)) {
+            std::cmp::Ordering::Equal => return None,
+            std::cmp::Ordering::Less => "is declared twice",
+            std::cmp::Ordering::Greater => "skips a number",
+        };
+        Some((expected, what.to_string()))
+    })
+}
+
+/// XLA reads a module top to bottom and knows only the computations above
+/// the line it reads (its printer puts callees first), so a computation named
+/// before its definition is refused, which also rules out call cycles.
+fn called_before_defined(file: &SourceFile, offset: usize, name: &str) -> Error {
+    Error::at(
+        file,
+        offset..offset + name.len() + 1,
+        format!("computation `%{name}` is called before it is defined"),
+        "defined further down, or by this computation itself",
+    )
+    .with_note(
+        "XLA reads a module top to bottom: a computation must come before the ones that call it",
+    )
+}
+
 pub(super) fn resolve_computation(
     file: &SourceFile,
     comp_id_of: &dyn Fn(&str) -> Option<CompId>,
@@ -323,6 +364,18 @@ pub(super) fn resolve_computation(
                     "not defined in this computation",
                 ));
             };
+            // XLA's parser knows only the lines above (control predecessors
+            // may point forward; operands may not).
+            if target >= i {
+                return Err(error_at(
+                    &r,
+                    format!(
+                        "`%{}` is used before the line that defines it, in computation `%{}`",
+                        r.name, comp.name
+                    ),
+                    "defined further down",
+                ));
+            }
             // `%t#0#1`: one get-tuple-element per step, shared by later users.
             let mut current = arena.id(target);
             let mut current_shape = arena.get(current).shape.clone();
@@ -368,6 +421,9 @@ pub(super) fn resolve_computation(
                     "no computation of this name in the module",
                 ));
             };
+            if target.0 >= comp_id.0 {
+                return Err(called_before_defined(file, r.offset, r.name));
+            }
             called.push((role, target));
         }
         if is_root {
@@ -406,32 +462,13 @@ pub(super) fn resolve_computation(
         arena.get_mut(id).control_predecessors = resolved.into_boxed_slice();
     }
     params.sort_by_key(|(n, _, _)| *n);
-    // A number past the count is surely the wrong one (with 0 and 7 of two,
-    // the 7): named before a gap, which only says where numbering broke.
-    if let Some((n, _, r)) = params.last().filter(|(n, ..)| *n >= params.len() as u64) {
+    let numbers: Vec<u64> = params.iter().map(|(n, ..)| *n).collect();
+    if let Some((k, problem)) = parameter_numbers_problem(&numbers) {
         return Err(error_at(
-            r,
-            format!(
-                "parameter({n}) of `%{}` is out of range: it has {} parameter(s), numbered from 0",
-                comp.name,
-                params.len()
-            ),
+            &params[k].2,
+            format!("parameter({}) of `%{}` {problem}", numbers[k], comp.name),
             "parameter numbers must be 0, 1, 2, ...",
         ));
-    }
-    for (expected, (n, _, r)) in params.iter().enumerate() {
-        if *n != expected as u64 {
-            let what = if *n < expected as u64 {
-                "is declared twice"
-            } else {
-                "skips a number"
-            };
-            return Err(error_at(
-                r,
-                format!("parameter({n}) of `%{}` {what}", comp.name),
-                "parameter numbers must be 0, 1, 2, ...",
-            ));
-        }
     }
     // Without a ROOT marker XLA takes the last instruction.
     let root = root.unwrap_or(arena.id(count - 1));

@@ -68,6 +68,37 @@ pub struct Layout {
     pub other_fields: Vec<String>,
 }
 
+impl Layout {
+    /// What is wrong with a minor-to-major order for an array of `rank`
+    /// dimensions: it must number each dimension once (XLA's
+    /// `LayoutUtil::ValidateLayoutForShape`). An empty order is one XLA fills
+    /// in (`{:T(128)}`).
+    pub fn order_problem(minor_to_major: &[u64], rank: usize) -> Option<String> {
+        if minor_to_major.is_empty() {
+            return None;
+        }
+        let mut seen = vec![false; rank];
+        let is_order = minor_to_major.len() == rank
+            && minor_to_major.iter().all(|&d| {
+                usize::try_from(d)
+                    .ok()
+                    .and_then(|d| seen.get_mut(d))
+                    .is_some_and(|s| !std::mem::replace(s, true))
+            });
+        let list: Vec<String> = minor_to_major.iter().map(u64::to_string).collect();
+        (!is_order).then(|| {
+            format!(
+                "layout `{{{}}}` is not an order of the shape's {rank} dimension(s): each of 0..{rank} once",
+                list.join(",")
+            )
+        })
+    }
+}
+
+/// The layout fields whose contents are numbers (`T(8,128)`, `E(4)`, `S(1)`,
+/// `L(2)`): one spelled otherwise is no layout XLA reads.
+pub const NUMERIC_LAYOUT_FIELDS: [&str; 4] = ["T(", "E(", "S(", "L("];
+
 macro_rules! element_types {
     ($($variant:ident => $text:literal, $bits:expr;)*) => {
         /// An element type, spelled as XLA spells it.
@@ -190,6 +221,10 @@ impl Shape {
 
     pub fn is_tuple(&self) -> bool {
         matches!(self, Shape::Tuple(_))
+    }
+
+    pub fn is_array(&self) -> bool {
+        matches!(self, Shape::Array(_))
     }
 
     pub fn tuple_elements(&self) -> &[Shape] {

@@ -40,6 +40,7 @@ pub(super) fn verify(
     };
     check.call_graph_is_acyclic()?;
     check.aliases_exist(header, &computations[entry.index()])?;
+    check.entry_layout_matches(header, &computations[entry.index()])?;
     for comp in computations {
         check.computation(comp, header.is_scheduled)?;
     }
@@ -86,14 +87,14 @@ impl<'a> Verifier<'a> {
 }
 
 /// How many operands an opcode may have.
-enum Arity {
+pub(super) enum Arity {
     Exactly(usize),
     AtLeast(usize),
 }
 
 /// The operand counts XLA's verifier enforces, for the opcodes whose operands
 /// the dataflow and sharing rules read; others (and unknown opcodes) are free.
-fn arity(opcode: &Opcode) -> Option<Arity> {
+pub(super) fn arity(opcode: &Opcode) -> Option<Arity> {
     use Opcode::*;
     Some(match opcode {
         Parameter | Constant | Iota => Arity::Exactly(0),
@@ -178,6 +179,63 @@ impl<'a> Verifier<'a> {
             label,
         )
         .with_note("XLA's HLO verifier rejects this; the file was probably edited or cut")
+    }
+
+    /// `entry_computation_layout` declares the entry's parameters and result:
+    /// as many parameters, each of the shape its `parameter(N)` line has, and
+    /// the ROOT's shape, layouts aside (XLA's verifier,
+    /// `VerifyEntryComputationLayout`). The sizes hlomem counts are the lines',
+    /// so a header that says otherwise is not a module XLA would run.
+    fn entry_layout_matches(
+        &self,
+        header: &ModuleHeader,
+        entry: &Computation,
+    ) -> Result<(), Error> {
+        let Some(layout) = &header.entry_layout else {
+            return Ok(());
+        };
+        let note = "`entry_computation_layout` in the `HloModule` line says otherwise";
+        if layout.parameters.len() != entry.parameters.len() {
+            let id = entry.parameters.last().copied().unwrap_or(entry.root);
+            return Err(self
+                .error(
+                    id,
+                    format!(
+                        "the entry computation has {} parameter(s), but `entry_computation_layout` declares {}",
+                        entry.parameters.len(),
+                        layout.parameters.len()
+                    ),
+                    "parameter count differs from the module's header",
+                )
+                .with_note(note));
+        }
+        for (number, (declared, &id)) in layout.parameters.iter().zip(&entry.parameters).enumerate()
+        {
+            let shape = &self.instr(id).shape;
+            if !compatible(declared, shape) {
+                return Err(self
+                    .error(
+                        id,
+                        format!("parameter {number} is {shape}, but `entry_computation_layout` declares {declared}"),
+                        "shape differs from the module's header",
+                    )
+                    .with_note(note));
+            }
+        }
+        let root = &self.instr(entry.root).shape;
+        if !compatible(&layout.result, root) {
+            return Err(self
+                .error(
+                    entry.root,
+                    format!(
+                        "the entry returns {root}, but `entry_computation_layout` declares {}",
+                        layout.result
+                    ),
+                    "shape differs from the module's header",
+                )
+                .with_note(note));
+        }
+        Ok(())
     }
 
     /// Every `input_output_alias` and `buffer_donor` names an output and a
@@ -430,7 +488,21 @@ impl<'a> Verifier<'a> {
             Opcode::Call | Opcode::Fusion | Opcode::While | Opcode::Conditional => {
                 self.callee_signatures(id)
             }
-            _ => Ok(()),
+            _ => {
+                let operands: Vec<&Shape> = instr
+                    .operands
+                    .iter()
+                    .map(|&o| &*self.instr(o).shape)
+                    .collect();
+                match super::shape_rules::problem(&instr.opcode, &instr.shape, &operands) {
+                    Some(problem) => Err(self.error(
+                        id,
+                        format!("`%{}`: {problem}", self.name_of(instr)),
+                        "shape contradicts its operands",
+                    )),
+                    None => Ok(()),
+                }
+            }
         }
     }
 

@@ -14,6 +14,7 @@ mod html;
 mod oom_catalog;
 mod parse;
 mod python;
+mod refusals;
 mod samples;
 mod schema;
 mod stdin;

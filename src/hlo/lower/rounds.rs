@@ -131,7 +131,8 @@ pub(super) fn lower_computations<'a>(
                             .iter()
                             .map(|l| (l.offset as u32, l.text.len() as u32))
                             .collect();
-                        crate::hlo::deferred::check_structure(file, name, &lines)
+                        let header = outline[c].header.text;
+                        crate::hlo::deferred::check_structure(file, name, header, &lines)
                             .map(|structure| DeferredLines { lines, structure })
                     })
                     .collect();

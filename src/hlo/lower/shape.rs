@@ -5,7 +5,7 @@ use pest::iterators::Pair;
 use super::At;
 use crate::error::Error;
 use crate::hlo::parse::Rule;
-use crate::hlo::shape::{ArrayShape, Dim, ElementType, Layout, Shape};
+use crate::hlo::shape::{ArrayShape, Dim, ElementType, Layout, Shape, NUMERIC_LAYOUT_FIELDS};
 
 pub(super) fn lower_shape(at: At, pair: Pair<Rule>) -> Result<Shape, Error> {
     let shape = match pair.as_rule() {
@@ -62,7 +62,15 @@ fn lower_array_shape(at: At, pair: Pair<Rule>) -> Result<ArrayShape, Error> {
                     _ => Dim::Static(at.number(&d)?),
                 });
             }
-            Rule::layout => shape.layout = Some(lower_layout(at, p)?),
+            Rule::layout => {
+                let layout = lower_layout(at, p.clone())?;
+                if let Some(problem) =
+                    Layout::order_problem(&layout.minor_to_major, shape.dims.len())
+                {
+                    return Err(at.error(&p, problem, "invalid layout"));
+                }
+                shape.layout = Some(layout);
+            }
             _ => {}
         }
     }
@@ -98,7 +106,17 @@ fn lower_layout(at: At, pair: Pair<Rule>) -> Result<Layout, Error> {
             Rule::element_bits => layout.element_size_bits = Some(first(p)?),
             Rule::memory_space => layout.memory_space = first(p)?,
             Rule::tail_padding => layout.tail_padding = Some(first(p)?),
-            _ => layout.other_fields.push(p.as_str().to_string()),
+            _ => {
+                let field = p.as_str();
+                if NUMERIC_LAYOUT_FIELDS.iter().any(|f| field.starts_with(f)) {
+                    return Err(at.error(
+                        &p,
+                        format!("layout field `{field}` holds numbers only"),
+                        "invalid layout field",
+                    ));
+                }
+                layout.other_fields.push(field.to_string())
+            }
         }
     }
     Ok(layout)
