@@ -2,7 +2,27 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     tune_allocator();
-    hlomem_cli::run()
+    let code = hlomem_cli::run();
+    report_peak_rss();
+    code
+}
+
+/// With `HLOMEM_REPORT_PEAK_RSS` set, the process's peak resident memory
+/// (`VmHWM`) goes to standard error at exit, for the memory checks (the
+/// corpus test, `bench/`). A parent's `wait4` cannot tell it: a child forked
+/// from a big test process counts the parent's pages until it execs.
+fn report_peak_rss() {
+    if std::env::var_os("HLOMEM_REPORT_PEAK_RSS").is_none() {
+        return;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    if let Some(kib) = kib {
+        eprintln!("hlomem: peak RSS {} bytes", kib * 1024);
+    }
 }
 
 #[path = "cli/mod.rs"]

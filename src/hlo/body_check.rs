@@ -183,7 +183,7 @@ pub(super) fn root_matches_header(
         return Ok(());
     };
     let shape = &root[after_eq..end];
-    if without_layouts(declared) == without_layouts(shape) {
+    if without_layouts(declared).eq(without_layouts(shape)) {
         return Ok(());
     }
     Err(Problem::new(
@@ -198,30 +198,32 @@ pub(super) fn root_matches_header(
 
 /// A shape's text without layouts, comments and spaces: what XLA's
 /// `ShapeUtil::Compatible` compares.
-fn without_layouts(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut depth = 0usize;
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if rest.starts_with("/*") {
-            rest = rest.find("*/").map_or("", |k| &rest[k + 2..]);
-            continue;
+fn without_layouts(text: &str) -> impl Iterator<Item = u8> + '_ {
+    let bytes = text.as_bytes();
+    let (mut depth, mut i) = (0usize, 0);
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let b = bytes[i];
+            i += 1;
+            match b {
+                b'/' if bytes.get(i) == Some(&b'*') => {
+                    i = text[i..].find("*/").map_or(bytes.len(), |k| i + k + 2);
+                }
+                b'{' => depth += 1,
+                b'}' => depth = depth.saturating_sub(1),
+                b' ' => {}
+                _ if depth == 0 => return Some(b),
+                _ => {}
+            }
         }
-        match c {
-            '{' => depth += 1,
-            '}' => depth = depth.saturating_sub(1),
-            ' ' => {}
-            _ if depth == 0 => out.push(c),
-            _ => {}
-        }
-        rest = &rest[c.len_utf8()..];
-    }
-    out
+        None
+    })
 }
 
 /// Cuts `SHAPE opcode(OPERANDS)` out of the text after ` = `.
 fn split_call(text: &str, after_eq: usize) -> Result<Call<'_>, Problem> {
     let bytes = text.as_bytes();
+    let after_eq = skip_space(bytes, after_eq);
     let shape_end = shape_end(bytes, after_eq).ok_or_else(|| {
         Problem::new(
             after_eq..text.len(),
@@ -229,13 +231,14 @@ fn split_call(text: &str, after_eq: usize) -> Result<Call<'_>, Problem> {
             "not a shape",
         )
     })?;
-    let op_start = shape_end + 1;
+    // Spaces or comments (at least one) before the opcode, as the grammar's `sp1`.
+    let op_start = skip_space(bytes, shape_end);
     let op_len = bytes[op_start.min(bytes.len())..]
         .iter()
         .position(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_')))
         .unwrap_or(0);
     let open = op_start + op_len;
-    if bytes.get(shape_end) != Some(&b' ') || op_len == 0 || bytes.get(open) != Some(&b'(') {
+    if op_start == shape_end || op_len == 0 || bytes.get(open) != Some(&b'(') {
         return Err(Problem::new(
             shape_end.min(text.len())..text.len(),
             "expected an opcode and its operands after the shape: `opcode(operands)`".into(),
@@ -254,6 +257,22 @@ fn split_call(text: &str, after_eq: usize) -> Result<Call<'_>, Problem> {
         opcode: &text[op_start..open],
         operands: open + 1..close,
     })
+}
+
+/// Past spaces and `/* ... */` comments from `i` (the grammar's `sp`).
+fn skip_space(bytes: &[u8], mut i: usize) -> usize {
+    loop {
+        match bytes.get(i) {
+            Some(b' ' | b'\t'..=b'\r') => i += 1,
+            Some(b'/') if bytes.get(i + 1) == Some(&b'*') => {
+                match bytes[i + 2..].windows(2).position(|w| w == b"*/") {
+                    Some(k) => i += k + 4,
+                    None => return bytes.len(),
+                }
+            }
+            _ => return i,
+        }
+    }
 }
 
 /// Where a shape that starts at `at` ends: a bracket group `(...)`,
@@ -297,37 +316,49 @@ fn closing(bytes: &[u8], open: usize) -> Option<usize> {
 }
 
 /// The operands of a list: each one's name (`%x`, `f32[8]{0} %x`,
-/// `%t#0#1`), with its range in the line.
+/// `%t#0#1`, after a `/*index=5*/` comment), with its range in the line.
 fn operands(list: &str, offset: usize) -> impl Iterator<Item = (Range<usize>, &str)> {
     let bytes = list.as_bytes();
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0usize, 0);
-    for (i, &b) in bytes.iter().enumerate() {
-        match b {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth = depth.saturating_sub(1),
-            b',' if depth == 0 => {
-                parts.push(start..i);
-                start = i + 1;
-            }
-            _ => {}
+    let mut start = 0;
+    let mut done = list.trim().is_empty();
+    std::iter::from_fn(move || {
+        if done {
+            return None;
         }
-    }
-    if !list[start..].trim().is_empty() || !parts.is_empty() {
-        parts.push(start..list.len());
-    }
-    parts.into_iter().map(move |part| {
-        let text = &list[part.clone()];
-        // The name is the last word (after an operand's shape in old dumps),
-        // up to a compact tuple index (`#0`).
-        // A `/*index=5*/` comment may stand before it.
+        // The next comma outside brackets ends this operand.
+        let mut depth = 0usize;
+        let mut end = bytes.len();
+        for (k, &b) in bytes[start..].iter().enumerate() {
+            match b {
+                b'(' | b'[' | b'{' => depth += 1,
+                b')' | b']' | b'}' => depth = depth.saturating_sub(1),
+                b',' if depth == 0 => {
+                    end = start + k;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        let part = start..end;
+        done = end == bytes.len();
+        start = end + 1;
+        let mut text = &list[part.clone()];
+        // A comment after the name (`%b /* c */`) is not part of it.
+        while let Some(open) = text
+            .trim_end()
+            .strip_suffix("*/")
+            .and_then(|t| t.rfind("/*"))
+        {
+            text = &text[..open];
+        }
+        // The name is the last word (after an operand's shape in old dumps,
+        // or a comment), up to a compact tuple index (`#0`).
         let word_start = text.trim_end().rfind([' ', '/']).map_or(0, |k| k + 1);
-        let word = &text[word_start..];
-        let word = word.trim_end();
+        let word = text[word_start..].trim_end();
         let name = word.trim_start_matches('%');
         let name = &name[..name.find('#').unwrap_or(name.len())];
         let at = offset + part.start + word_start;
-        (at..at + word.len(), name)
+        Some((at..at + word.len(), name))
     })
 }
 
@@ -434,7 +465,8 @@ mod tests {
             "  %g = f32[4]{0} get-tuple-element(%q), index=0",
             "  %old = f32[4]{0} add(f32[4]{0} %p, f32[4]{0} %g)",
             "  %t = f32[4]{0} custom-call(%q#0, %p), custom_call_target=\"x(\"",
-            "  %u = (f32[4]{0}, f32[4]{0}) tuple(%p, /*index=1*/%t)",
+            "  %u = (f32[4]{0}, f32[4]{0}) tuple(%p, /*index=1*/%t /* t */)",
+            "  %v = f32[4]{0}\t/* p */negate( %u#0 )",
             "  ROOT %r = f32[2,4]{1,0:T(8,128)} broadcast(%old), dimensions={1}",
         ])
         .unwrap();

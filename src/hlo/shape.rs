@@ -77,16 +77,26 @@ impl Layout {
         if minor_to_major.is_empty() {
             return None;
         }
-        let mut seen = vec![false; rank];
+        // A bit per dimension; ranks past 64 (none in practice) use a vector.
         let is_order = minor_to_major.len() == rank
-            && minor_to_major.iter().all(|&d| {
-                usize::try_from(d)
-                    .ok()
-                    .and_then(|d| seen.get_mut(d))
-                    .is_some_and(|s| !std::mem::replace(s, true))
-            });
-        let list: Vec<String> = minor_to_major.iter().map(u64::to_string).collect();
+            && if rank <= 64 {
+                let mut seen = 0u64;
+                minor_to_major.iter().all(|&d| {
+                    let fresh = d < rank as u64 && seen & (1 << d) == 0;
+                    seen |= 1u64.checked_shl(d as u32).unwrap_or(0);
+                    fresh
+                })
+            } else {
+                let mut seen = vec![false; rank];
+                minor_to_major.iter().all(|&d| {
+                    usize::try_from(d)
+                        .ok()
+                        .and_then(|d| seen.get_mut(d))
+                        .is_some_and(|s| !std::mem::replace(s, true))
+                })
+            };
         (!is_order).then(|| {
+            let list: Vec<String> = minor_to_major.iter().map(u64::to_string).collect();
             format!(
                 "layout `{{{}}}` is not an order of the shape's {rank} dimension(s): each of 0..{rank} once",
                 list.join(",")

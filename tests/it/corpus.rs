@@ -507,3 +507,108 @@ fn corpus_big_module_html_is_small() {
     assert!(html.len() < 2 * 1024 * 1024, "{} bytes", html.len());
     println!("big_transformer_48L_unrolled report: {} bytes", html.len());
 }
+
+/// Every HLO text file under the shared folder (corpus, accelerators,
+/// front-ends, older versions, other people's dumps; before- and
+/// after-optimizations) is analyzed by the binary under an address-space
+/// limit, as a user runs it: none is killed or aborts (exit 0, or 2 with an
+/// error), and none needs more than 10x its size in resident memory above
+/// what the process takes for any module: the baseline, its peak on a
+/// three-line module (the binary, its threads' stacks, the allocator's
+/// arenas), plus 2 MiB for what varies from run to run.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn corpus_every_hlo_file_in_bounded_memory() {
+    use std::os::unix::process::CommandExt;
+    const LIMIT: u64 = 3 << 30;
+    let root = corpus_root();
+    let mut files = Vec::new();
+    for part in [
+        "corpus",
+        "accelerators",
+        "frontends",
+        "versions",
+        "external",
+    ] {
+        if root.join(part).is_dir() {
+            walk(&root.join(part), &mut files);
+        }
+    }
+    files.retain(|p| {
+        let head = std::fs::read(p).map(|b| b.into_iter().take(4096).collect::<Vec<u8>>());
+        head.is_ok_and(|h| String::from_utf8_lossy(&h).contains("HloModule"))
+    });
+    files.sort();
+    assert!(files.len() > 400, "found only {} HLO files", files.len());
+    // The binary under the limit, as a user runs it: its peak RSS, after
+    // checking it exited with 0 or 2 (not killed, not aborted).
+    let peak_rss = |path: &Path| -> u64 {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_hlomem"));
+        command
+            .args(["analyze", "--format", "json"])
+            .arg(path)
+            .env("HLOMEM_REPORT_PEAK_RSS", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between
+        // fork and exec.
+        unsafe {
+            command.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: LIMIT,
+                    rlim_max: LIMIT,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let output = command.output().expect("hlomem runs");
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            matches!(output.status.code(), Some(0 | 2)),
+            "{}: killed or aborted ({:?}, signal {:?})",
+            path.display(),
+            output.status.code(),
+            output.status.signal()
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let rss: u64 = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("hlomem: peak RSS "))
+            .and_then(|l| l.strip_suffix(" bytes"))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{}: no peak RSS in {stderr}", path.display()));
+        rss
+    };
+    let tiny = std::env::temp_dir().join(format!("hlomem-tiny-{}.txt", std::process::id()));
+    std::fs::write(
+        &tiny,
+        "HloModule m\n\nENTRY e {\n  p = f32[4]{0} parameter(0)\n  ROOT n = f32[4]{0} negate(p)\n}\n",
+    )
+    .unwrap();
+    let baseline = (0..3).map(|_| peak_rss(&tiny)).max().unwrap() + (2 << 20);
+    std::fs::remove_file(&tiny).ok();
+    let mut worst = (0.0f64, PathBuf::new());
+    for path in &files {
+        let size = std::fs::metadata(path).unwrap().len();
+        let rss = peak_rss(path);
+        let above = rss.saturating_sub(baseline) as f64 / size as f64;
+        assert!(
+            rss <= baseline + 10 * size,
+            "{}: peak RSS {rss} bytes for {size} bytes of text ({above:.1}x above the baseline)",
+            path.display()
+        );
+        if above > worst.0 {
+            worst = (above, path.clone());
+        }
+    }
+    println!(
+        "{} HLO files within {LIMIT} bytes of address space (baseline {baseline} bytes); the most memory per byte of text: {:.1}x ({})",
+        files.len(),
+        worst.0,
+        worst.1.display()
+    );
+}
