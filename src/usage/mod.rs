@@ -533,24 +533,41 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
 }
 
 fn by_scope(buffers: &[BufferUse], live_peak: u64) -> ScopeNode {
-    let mut root = ScopeNode::new("(all)");
+    // The tree is built flat (nodes by number, a child found by its parent's
+    // number and its name), then nested: a scope with thousands of children
+    // (one per argument of a step with 100,000 parameters) is not searched
+    // child by child for every buffer.
+    let mut nodes = vec![ScopeNode::new("(all)")];
+    let mut children: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut index: HashMap<(usize, String), usize> = HashMap::default();
     for b in buffers {
-        let mut node = &mut root;
-        node.add(b);
+        let mut node = 0;
+        nodes[node].add(b);
         for name in b.scope_path() {
-            let i = match node.children.iter().position(|c| c.name == name) {
-                Some(i) => i,
-                None => {
-                    node.children.push(ScopeNode::new(&name));
-                    node.children.len() - 1
-                }
-            };
-            node = &mut node.children[i];
-            node.add(b);
+            node = *index
+                .entry((node, name))
+                .or_insert_with_key(|(parent, name)| {
+                    nodes.push(ScopeNode::new(name));
+                    children.push(Vec::new());
+                    children[*parent].push(nodes.len() - 1);
+                    nodes.len() - 1
+                });
+            nodes[node].add(b);
         }
     }
+    let mut root = nest(&mut nodes, &children, 0);
     root.finish(live_peak);
     root
+}
+
+/// Node `i` of the flat tree, with its children (and theirs) moved into it.
+fn nest(nodes: &mut [ScopeNode], children: &[Vec<usize>], i: usize) -> ScopeNode {
+    let mut node = std::mem::replace(&mut nodes[i], ScopeNode::new(""));
+    node.children = children[i]
+        .iter()
+        .map(|&c| nest(nodes, children, c))
+        .collect();
+    node
 }
 
 impl ScopeNode {

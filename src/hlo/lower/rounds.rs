@@ -63,6 +63,7 @@ pub(super) fn lower_computations<'a>(
     // Fusion bodies, as far as known: called by a fusion's `calls=`, from a
     // lowered line or (nested fusions) from a deferred body's call attributes.
     let mut fused = vec![false; n];
+    let mut newly_fused: Vec<usize> = Vec::new();
     let mut checks: Vec<Option<Result<DeferredLines<'a>, Error>>> = (0..n).map(|_| None).collect();
     // Each round's lowered lines stay where the round put them (a training
     // step's are 13 MB); each computation knows its round and range, and
@@ -87,6 +88,12 @@ pub(super) fn lower_computations<'a>(
                         next.push(k);
                     }
                 }
+                fn mark_fused(fused: &mut [bool], k: usize, newly: &mut Vec<usize>) {
+                    if !fused[k] {
+                        fused[k] = true;
+                        newly.push(k);
+                    }
+                }
                 if !frontier.is_empty() {
                     // In file order, as the arena will hold them.
                     frontier.sort_unstable();
@@ -105,7 +112,7 @@ pub(super) fn lower_computations<'a>(
                                     continue;
                                 };
                                 if instr.opcode == Opcode::Fusion && role == CallRole::Calls {
-                                    fused[k] = true;
+                                    mark_fused(&mut fused, k, &mut newly_fused);
                                 } else {
                                     want(&mut eager, k, &mut next);
                                 }
@@ -116,9 +123,15 @@ pub(super) fn lower_computations<'a>(
                 }
                 // Deferred bodies' own calls: nested fusions stay deferred; reducers
                 // (thread-local, with memory of their own) are lowered.
-                let unchecked: Vec<usize> = (0..n)
-                    .filter(|&c| fused[c] && !eager[c] && checks[c].is_none())
+                // Only the computations found fused since the last round are
+                // looked at: a scan of all of them per round was quadratic
+                // on 20,000 nested loops (a round each).
+                let mut unchecked: Vec<usize> = newly_fused
+                    .drain(..)
+                    .filter(|&c| !eager[c] && checks[c].is_none())
                     .collect();
+                unchecked.sort_unstable();
+                unchecked.dedup();
                 // Each body's lines are listed on the core that checks them:
                 // a training step has 150,000 of them.
                 let outline: &[parse::OutlineComputation] = computations;
@@ -143,7 +156,7 @@ pub(super) fn lower_computations<'a>(
                                 continue;
                             };
                             if role == CallRole::Calls {
-                                fused[k] = true;
+                                mark_fused(&mut fused, k, &mut newly_fused);
                             } else {
                                 want(&mut eager, k, &mut next);
                             }
