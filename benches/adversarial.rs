@@ -19,11 +19,19 @@ fn analyze(text: &str) -> u64 {
 
 fn adversarial(c: &mut Criterion) {
     type Make = fn(usize) -> String;
-    let cases: [(&str, Make, &[usize]); 7] = [
+    let cases: [(&str, Make, &[usize]); 8] = [
         ("chain", shapes::chain, &[20_000, 60_000, 180_000]),
         ("fan-out", shapes::fan_out, &[20_000, 60_000, 180_000]),
-        ("nested-calls", shapes::nested_calls, &[6_667, 20_000]),
-        ("nested-whiles", shapes::nested_whiles, &[6_667, 20_000]),
+        (
+            "nested-calls",
+            shapes::nested_calls,
+            &[2_222, 6_667, 20_000],
+        ),
+        (
+            "nested-whiles",
+            shapes::nested_whiles,
+            &[2_222, 6_667, 20_000],
+        ),
         (
             "concatenate",
             shapes::wide_concatenate,
@@ -32,7 +40,12 @@ fn adversarial(c: &mut Criterion) {
         ("outputs", shapes::many_outputs, &[20_000, 60_000]),
         // Values without a source line read twice each: the peak groups'
         // search (the pipeline's usage step, run here directly).
-        ("diamonds", shapes::diamonds, &[20_000, 60_000]),
+        ("diamonds", shapes::diamonds, &[20_000, 60_000, 180_000]),
+        (
+            "parameters",
+            shapes::many_parameters,
+            &[11_111, 33_333, 100_000],
+        ),
     ];
     for (name, make, sizes) in cases {
         let mut group = c.benchmark_group(format!("adversarial/{name}"));

@@ -12,7 +12,8 @@ use crate::support::run_hlomem as hlomem;
 #[path = "../../bench/shapes.rs"]
 mod shapes;
 use shapes::{
-    chain, diamonds, fan_out, many_outputs, nested_calls, nested_whiles, wide_concatenate,
+    chain, diamonds, fan_out, many_outputs, many_parameters, nested_calls, nested_whiles,
+    wide_concatenate,
 };
 
 fn scratch(name: &str) -> PathBuf {
@@ -98,6 +99,24 @@ fn values_without_lines_read_twice_are_charged_in_linear_memory() {
     assert_eq!(charged[0]["buffers"], 2);
     assert_eq!(charged[0]["bytes"], 4096 * 4 + 16 * 4);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// 30,000 entry parameters: each its own argument in the peak's groups (the
+/// scope tree searched its children one by one per buffer: quadratic).
+#[test]
+fn thirty_thousand_parameters_each_grouped() {
+    let n = 30_000;
+    let module = hlomem::parse_text("params.txt", many_parameters(n)).unwrap();
+    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    assert_eq!(model.totals.argument_bytes, 16 * n as u64);
+    let usage = hlomem::usage::peak_usage(&module, &model);
+    let arguments = usage
+        .by_scope
+        .children
+        .iter()
+        .find(|c| c.name == "arguments")
+        .expect("an arguments scope");
+    assert_eq!(arguments.children.len(), n);
 }
 
 /// Four parameters of 2^62 bytes add up to 2^64: an input error naming the
