@@ -18,29 +18,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(__file__))
 from mutate import MUTATIONS  # noqa: E402
-
-
-def xla_refuses(text: str) -> bool:
-    """XLA's parser, in a forked child: on some inputs (a parameter number
-    out of range) it aborts the process on a failed CHECK, which counts as a
-    refusal."""
-    from jax._src.lib import xla_client
-
-    pid = os.fork()
-    if pid == 0:
-        import faulthandler
-
-        # XLA's CHECK failure aborts; its stack trace is noise here.
-        faulthandler.disable()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        try:
-            xla_client.hlo.hlo_module_from_text(text)
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    return not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+from xla_parser import XlaParser  # noqa: E402
 
 
 def main() -> int:
@@ -59,6 +37,7 @@ def main() -> int:
     shown: collections.Counter[str] = collections.Counter()
     made = 0
     tries = 0
+    xla = XlaParser()
     with tempfile.TemporaryDirectory() as tmp:
         while made < args.n and tries < args.n * 20:
             tries += 1
@@ -68,7 +47,7 @@ def main() -> int:
             if mutant is None or mutant == texts[path]:
                 continue
             made += 1
-            refused = xla_refuses(mutant)
+            refused = xla.refuses(mutant)
             file = os.path.join(tmp, "m.txt")
             with open(file, "w") as f:
                 f.write(mutant)

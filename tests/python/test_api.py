@@ -186,6 +186,26 @@ def test_explain_a_real_oom_message(repo_root: Path) -> None:
         hlomem.explain("all is well")
 
 
+def test_explain_takes_what_analyze_takes(repo_root: Path, tmp_path: Path) -> None:
+    """Bytes (a log read in binary) and a path of a log file, as `analyze`
+    takes them; anything else is a TypeError, never an AttributeError."""
+    path = repo_root / "samples/oom/motivating.txt"
+    assert hlomem.explain(path.read_bytes()).requested_bytes == 14787872288
+    assert hlomem.explain(path).requested_bytes == 14787872288
+    for wrong in (None, 123, ["a message"]):
+        with pytest.raises(TypeError, match="out-of-memory message"):
+            hlomem.explain(wrong)  # type: ignore[arg-type]
+
+
+def test_budgets_in_bytes_and_slips(step_nodonate: Any) -> None:
+    """An int budget is bytes however small; a string that is a bare number
+    under 1 MiB is taken for a slip (`"16"` meant 16GiB) and refused."""
+    with pytest.raises(hlomem.OutOfBudget):
+        hlomem.assert_fits(step_nodonate, budget=1000, fail_on=())
+    with pytest.raises(hlomem.HlomemError, match="did you mean 16GiB"):
+        hlomem.assert_fits(step_nodonate, budget="16", fail_on=())
+
+
 def test_objects_built_from_plain_data() -> None:
     """The views need no binary: fields the JSON leaves out when empty read
     as empty, and `str()` of one hlomem did not make is its repr."""

@@ -13,10 +13,10 @@ The full campaign (4,000 mutants) is `bench/mutants/campaign.py`.
 from __future__ import annotations
 
 import difflib
-import os
 import random
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -25,29 +25,17 @@ sys.path.insert(0, str(ROOT / "bench" / "mutants"))
 
 from mutate import MUTATIONS  # noqa: E402
 
-xla_client = pytest.importorskip("jax._src.lib").xla_client
+pytest.importorskip("jax")
 
 from hlomem._binary import run  # noqa: E402
+from xla_parser import XlaParser  # noqa: E402
 
 
-def xla_refuses(text: str) -> bool:
-    """XLA's parser, in a forked child: a parameter number out of range
-    aborts the process on a failed CHECK, which counts as a refusal."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        import faulthandler
-
-        # XLA's CHECK failure aborts; its stack trace is noise here.
-        faulthandler.disable()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-        try:
-            xla_client.hlo.hlo_module_from_text(text)
-            os._exit(0)
-        except BaseException:
-            os._exit(1)
-    _, status = os.waitpid(pid, 0)
-    return not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+@pytest.fixture(scope="module")
+def xla() -> Iterator[XlaParser]:
+    parser = XlaParser()
+    yield parser
+    parser.close()
 
 
 def sample_modules() -> list[Path]:
@@ -58,14 +46,14 @@ def sample_modules() -> list[Path]:
     )
 
 
-def test_the_samples_themselves_are_accepted_by_both() -> None:
+def test_the_samples_themselves_are_accepted_by_both(xla: XlaParser) -> None:
     for path in sample_modules():
         text = path.read_text()
-        assert not xla_refuses(text), path
+        assert not xla.refuses(text), path
         assert run(["analyze", "-", "--format", "json"], text.encode()).returncode == 0, path
 
 
-def test_every_mutant_xla_refuses_is_refused() -> None:
+def test_every_mutant_xla_refuses_is_refused(xla: XlaParser) -> None:
     rng = random.Random(36)
     texts = [p.read_text() for p in sample_modules()]
     assert texts, "no sample dumps found"
@@ -79,7 +67,7 @@ def test_every_mutant_xla_refuses_is_refused() -> None:
         if mutant is None or mutant == original:
             continue
         made += 1
-        if not xla_refuses(mutant):
+        if not xla.refuses(mutant):
             continue
         refused_by_xla += 1
         process = run(["analyze", "-", "--format", "json"], mutant.encode())
