@@ -581,6 +581,7 @@ pub fn describe(rule: Rule) -> &'static str {
         // Silent rules never appear in errors; pest still gives them variants.
         Rule::blank_line | Rule::line_end => "end of line",
         Rule::sp_inline | Rule::sp | Rule::sp1 | Rule::comment => "a space",
+        Rule::line_comment => "a `//` comment",
         Rule::module_attr | Rule::attribute => "an attribute (`name=value`)",
         Rule::shape => "a shape (`f32[2,3]`)",
         Rule::layout_field => "a layout field",

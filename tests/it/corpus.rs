@@ -612,3 +612,52 @@ fn corpus_every_hlo_file_in_bounded_memory() {
         worst.1.display()
     );
 }
+
+/// The dumps of older jax releases (`versions/jax-0.4.35` ... `0.9.2`): every
+/// module of interest is read (0.4.35's XLA ends computations with a
+/// `// name` comment), and its temporaries equal `memory_analysis()`'s.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_older_jax_versions_parse_and_their_temp_equals_xla() {
+    let root = corpus_root().join("versions");
+    if !root.is_dir() {
+        println!("no versions/ folder: skipped");
+        return;
+    }
+    let mut checked = 0;
+    let mut truths = Vec::new();
+    walk(&root, &mut truths);
+    truths.retain(|p| p.file_name().is_some_and(|n| n == "truth.json"));
+    truths.sort();
+    for truth in truths {
+        let case = truth.parent().unwrap();
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&truth).unwrap()).unwrap();
+        for module in json["modules_of_interest"].as_array().into_iter().flatten() {
+            let Some(prefix) = module["dump_prefixes"][0].as_str() else {
+                continue;
+            };
+            let Some(temp) = module["memory_analysis"]["temp_size_in_bytes"].as_u64() else {
+                continue;
+            };
+            let mut files = Vec::new();
+            walk(&case.join("dump"), &mut files);
+            let Some(file) = files.into_iter().find(|f| {
+                let name = f.file_name().unwrap().to_string_lossy().into_owned();
+                name.starts_with(&format!("{prefix}."))
+                    && name.ends_with("after_optimizations.txt")
+                    && !name.contains("after_optimizations-")
+            }) else {
+                continue;
+            };
+            let parsed =
+                hlomem::load_module(&file).unwrap_or_else(|e| panic!("{}", e.render(false)));
+            let model =
+                hlomem::analysis::analyze(&parsed, &hlomem::target::Target::detect(&parsed));
+            assert_eq!(model.totals.temp_bytes, temp, "{}", file.display());
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} modules checked");
+    println!("{checked} modules of older jax releases: temp equals memory_analysis()");
+}
