@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sysconfig
 from collections.abc import Sequence
@@ -89,6 +90,21 @@ def run(args: Sequence[str], stdin: bytes | None = None) -> subprocess.Completed
 def failure(process: subprocess.CompletedProcess[bytes]) -> HlomemError:
     """The error for a run that exited 2 (or crashed), with what it printed."""
     stderr = process.stderr.decode("utf-8", "replace").strip()
-    if not stderr:
+    if process.returncode < 0:
+        # Killed by a signal: say which, and what it usually means, rather
+        # than "exited with code -9".
+        number = -process.returncode
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        why = {
+            "SIGKILL": " (the kernel's out-of-memory killer, or a container's memory limit, kills with it)",
+            "SIGABRT": " (an abort: please report it with the input)",
+            "SIGSEGV": " (a crash: please report it with the input)",
+        }.get(name, "")
+        killed = f"hlomem was killed by {name}{why}"
+        stderr = f"{killed}\n{stderr}" if stderr else killed
+    elif not stderr:
         stderr = f"hlomem exited with code {process.returncode} and printed no error"
     return HlomemError(stderr, process.returncode)

@@ -218,6 +218,17 @@ def test_objects_built_from_plain_data() -> None:
         report.html()
 
 
+def test_a_killed_binary_says_by_what() -> None:
+    """A run the kernel killed (out of memory) says so, not "exited with code -9"."""
+    import subprocess
+
+    from hlomem._binary import failure
+
+    killed = subprocess.CompletedProcess(["hlomem"], -9, b"", b"")
+    error = failure(killed)
+    assert "killed by SIGKILL" in str(error) and "out-of-memory" in str(error)
+
+
 def test_a_missing_binary_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HLOMEM_BIN", "/no/such/hlomem")
     with pytest.raises(hlomem.BinaryNotFound, match="HLOMEM_BIN=/no/such/hlomem"):
