@@ -391,7 +391,10 @@ pub(super) fn shape_problem(text: &str) -> Result<(), (Range<usize>, String)> {
         }
         i = close + 1;
         if bytes.get(i) == Some(&b'{') {
-            let end = i + bytes[i..].iter().position(|&b| b == b'}').unwrap_or(0);
+            let Some(k) = bytes[i..].iter().position(|&b| b == b'}') else {
+                return Err((i..text.len(), "a layout is not closed".into()));
+            };
+            let end = i + k;
             layout_problem(&text[i + 1..end], rank).map_err(|title| (i..end + 1, title))?;
         }
     }
@@ -526,6 +529,21 @@ mod tests {
             problem.title
         );
         assert!(root_matches_header("%fused {", wrong, 12).is_ok());
+    }
+
+    #[test]
+    fn odd_shapes_are_errors_not_panics() {
+        for text in [
+            "(f32[2]{0)]",
+            "f32[2]{",
+            "f32[",
+            "[]{}",
+            "f32[é]{0}",
+            "(f32[2]{0}, /*x*/s32[]{:T(1é)})",
+        ] {
+            let _ = shape_problem(text);
+        }
+        assert!(shape_problem("(f32[2]{0)]").is_err());
     }
 
     #[test]
