@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, Union, overload
 
+from . import _gate
 from ._binary import BinaryNotFound, HlomemError, failure, find_binary, run
 from ._compare import Comparison, compare_targets
 from ._deviceless import (
@@ -161,6 +162,7 @@ class HlomemWarning(UserWarning):
 
 def _source(x: Input) -> tuple[Source, bool]:
     """The command-line input for ``x``, and whether it is a folder."""
+    __tracebackhide__ = True
     if isinstance(x, os.PathLike):
         return _path_source(os.fspath(x))
     if isinstance(x, bytes):
@@ -190,6 +192,7 @@ def _source(x: Input) -> tuple[Source, bool]:
 
 
 def _path_source(path: str) -> tuple[Source, bool]:
+    __tracebackhide__ = True
     if not os.path.exists(path):
         raise FileNotFoundError(
             f"{path!r} is not a file or folder (HLO text would start with `HloModule`)"
@@ -199,6 +202,7 @@ def _path_source(path: str) -> tuple[Source, bool]:
 
 
 def _parse_json(process: Any) -> Any:
+    __tracebackhide__ = True
     try:
         return json.loads(process.stdout)
     except ValueError:
@@ -247,6 +251,7 @@ def analyze(x: Input) -> Report | list[Report]:
 
 
 def _budget_arg(budget: str | int) -> str:
+    __tracebackhide__ = True
     if isinstance(budget, bool) or not isinstance(budget, (str, int)):
         raise TypeError(f"budget is a size like '16GiB' or a number of bytes, not {budget!r}")
     if isinstance(budget, int) and budget < 1:
@@ -256,10 +261,14 @@ def _budget_arg(budget: str | int) -> str:
     return f"{budget}B" if isinstance(budget, int) else budget
 
 
+#: assert_fits's default fail_on; told apart from one the caller gives.
+_DEFAULT_FAIL_ON: tuple[str, ...] = ("HM003",)
+
+
 def assert_fits(
     x: Input,
     budget: str | int | None = None,
-    fail_on: Iterable[str] = ("HM003",),
+    fail_on: Iterable[str] = _DEFAULT_FAIL_ON,
     *,
     whole_program: bool = False,
 ) -> CheckResult:
@@ -269,45 +278,88 @@ def assert_fits(
     ``x`` is what :func:`analyze` takes. ``budget`` is one device's memory:
     ``"16GiB"`` (``"16G"``: powers of 1024), ``"80GB"`` (powers of 1000) or
     bytes as an ``int``; SPMD modules are compared per device unless
-    ``whole_program``. For a program from :func:`compile_for` the budget is
-    by default its target's usable memory (:attr:`Target.usable_bytes`),
-    and a failure's message starts with the :class:`Verdict`. ``fail_on``
-    names findings that must not appear: the default, ``HM003``, is a
-    donation XLA had to copy. The semantics are
+    ``whole_program``. ``fail_on`` names findings that must not appear: the
+    default, ``HM003``, is a donation XLA had to copy. The semantics are
     ``hlomem check``'s, which this runs. Returns the check's result when it
     passes.
+
+    Without a budget: for a program from :func:`compile_for`, its target's
+    usable memory (:attr:`Target.usable_bytes`; a failure's message then
+    starts with the :class:`Verdict`); for a ``jax.stages.Compiled`` on an
+    accelerator, the smallest ``device.memory_stats()["bytes_limit"]`` of
+    its devices; otherwise (a CPU, HLO text, a file) a ``ValueError`` asking
+    for one, unless ``fail_on`` is given, which is then checked alone.
+
+    The failure's message is for pytest: its first line, which pytest's
+    short test summary shows, is the verdict (``jit_train_step needs
+    13.77GiB of 12.00GiB, over by 1.77GiB``, or the first failing finding's
+    code and message), then the three source lines that hold most of the
+    live peak, then ``hlomem check``'s text. The module is named by its
+    ``HloModule`` name, not ``<stdin>``; hlomem's own frames are hidden from
+    pytest's traceback (``__tracebackhide__``).
     """
+    __tracebackhide__ = True
     source, _ = _source(x)
     # A compile_for program's target is the budget unless one is given; its
     # verdict then heads a failure's message.
     target = x.target if isinstance(x, DevicelessCompiled) and budget is None else None
+    budget_from: str | None = None
     if target is not None:
         budget = target.usable_bytes
+    codes = [fail_on] if isinstance(fail_on, str) else list(fail_on)
+    if budget is None:
+        limit, why = _gate.device_budget(x)
+        if limit is not None:
+            budget, budget_from = limit, why
+        elif fail_on is _DEFAULT_FAIL_ON or not codes:
+            raise ValueError(
+                f"assert_fits needs a budget: {why}. Give one device's memory, "
+                'assert_fits(compiled, budget="16GiB") (or bytes as an int), or compile for a '
+                'device this machine lacks with hlomem.compile_for(f, *args, target="h100"), '
+                "whose budget is the target's; fail_on=[...] alone checks findings only"
+            )
     options: list[str] = []
     if isinstance(x, DevicelessCompiled):
         options += x.target.hlomem_options
+    analyze_options = list(options)
     if budget is not None:
         options += ["--budget", _budget_arg(budget)]
-    codes = [fail_on] if isinstance(fail_on, str) else list(fail_on)
     if codes:
         options += ["--fail-on", *codes]
     if whole_program:
         options.append("--whole-program")
-    if budget is None and not codes:
-        raise ValueError("give a budget, fail_on codes, or both")
     source = Source(source.arg, source.stdin, tuple(options))
     process = run(["check", source.arg, *options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 1):
         raise failure(process)
     result = CheckResult(_parse_json(process), source)
     if process.returncode == 1:
-        message = str(result).rstrip()
         verdict = None
         if target is not None and isinstance(x, DevicelessCompiled) and result.modules:
             verdict = _verdict(x, result)
-            message = f"{verdict}\n{message}"
+        reports = _reports_for(Source(source.arg, source.stdin, tuple(analyze_options)))
+        message = _gate.failure_message(
+            result,
+            reports,
+            headline=str(verdict) if verdict is not None else None,
+            budget_from=budget_from,
+        )
         raise OutOfBudget(message, result, verdict=verdict)
     return result
+
+
+def _reports_for(source: Source) -> dict[str, Report]:
+    """hlomem's analysis of what a check failed on, by module key (for the
+    groups that hold the peak); empty when it cannot be had."""
+    __tracebackhide__ = True
+    process = run(["analyze", source.arg, *source.options, "--format", "json"], source.stdin)
+    if process.returncode not in (0, 2):
+        return {}
+    try:
+        modules = json.loads(process.stdout).get("modules", [])
+    except ValueError:
+        return {}
+    return {m["key"]: Report(m, Source(m.get("file", source.arg))) for m in modules if "key" in m}
 
 
 def fits(compiled: DevicelessCompiled) -> Verdict:
@@ -330,6 +382,7 @@ def fits(compiled: DevicelessCompiled) -> Verdict:
 
 
 def _verdict(compiled: DevicelessCompiled, result: CheckResult) -> Verdict:
+    __tracebackhide__ = True
     xla = compiled.xla_totals
     program = compiled.program
     if program is not None:
@@ -346,6 +399,7 @@ def _verdict(compiled: DevicelessCompiled, result: CheckResult) -> Verdict:
 
 def _analyze_for(hlo_text: str, target: Target) -> Report:
     """hlomem's analysis of a module compiled for ``target``."""
+    __tracebackhide__ = True
     source = Source("-", hlo_text.encode("utf-8"), target.hlomem_options)
     process = run(["analyze", "-", *source.options, "--format", "json"], source.stdin)
     if process.returncode != 0:

@@ -55,6 +55,7 @@ def find_binary() -> str:
     ``HLOMEM_BIN=target/release/hlomem``), else the one pip installed beside
     this Python, else the first on ``PATH``.
     """
+    __tracebackhide__ = True  # pytest: hlomem's frames are not the test's
     override = os.environ.get("HLOMEM_BIN")
     if override:
         if os.path.isfile(override) and os.access(override, os.X_OK):
@@ -78,6 +79,7 @@ def run(args: Sequence[str], stdin: bytes | None = None) -> subprocess.Completed
     """Runs ``hlomem ARGS`` without colors, ``stdin`` on its standard input,
     and returns it finished, whatever its exit code (the callers give the
     codes their meaning: 0 ok, 1 a check failed, 2 input error)."""
+    __tracebackhide__ = True
     command = [find_binary(), "--color", "never", *args]
     return subprocess.run(
         command,

@@ -55,6 +55,7 @@ class _Rendered(JsonObject):
     _command: ClassVar[str] = ""
 
     def _render(self, fmt: str) -> str:
+        __tracebackhide__ = True  # pytest: a failing assert_fits shows its verdict, not this
         if fmt not in self._texts:
             source = self._source
             if source is None:
@@ -71,6 +72,7 @@ class _Rendered(JsonObject):
         return self._texts[fmt]
 
     def __str__(self) -> str:
+        __tracebackhide__ = True
         # One built from plain data has no command to run again.
         return repr(self) if self._source is None else self._render("text")
 
@@ -222,6 +224,18 @@ class CheckResult(_Rendered):
     modules: list[CheckedModule]
 
     _command = "check"
+
+    def __str__(self) -> str:
+        __tracebackhide__ = True
+        text = super().__str__()
+        # HLO text on standard input is `<stdin>` to the command; the text
+        # names it by its module instead (`jit_train_step`), as people know it.
+        source = self._source
+        if source is not None and source.arg == "-" and len(self.modules) == 1:
+            module = self.modules[0]
+            if module.key == "<stdin>" and module.name:
+                text = text.replace("<stdin>", module.name)
+        return text
 
 
 class Advice(JsonObject):

@@ -103,7 +103,11 @@ def test_assert_fits_at_the_total_and_one_byte_under(step_nodonate: Any, step_do
             hlomem.assert_fits(compiled, budget=total - 1, fail_on=())
         assert isinstance(failed.value, AssertionError)
         message = str(failed.value)
-        assert message.startswith("FAILED: 1 module over the budget"), message
+        name = hlomem.analyze(compiled).name
+        # The verdict first (pytest's short summary shows that line), then check's text.
+        assert message.splitlines()[0].startswith(f"{name} needs "), message
+        assert message.splitlines()[0].endswith(", over by 1B"), message
+        assert "\nFAILED: 1 module over the budget" in message
         assert "1B over the budget" in message
         assert failed.value.result.modules[0].over_by == 1
 
