@@ -279,7 +279,10 @@ def assert_fits(
     ``"16GiB"`` (``"16G"``: powers of 1024), ``"80GB"`` (powers of 1000) or
     bytes as an ``int``; SPMD modules are compared per device unless
     ``whole_program``. ``fail_on`` names findings that must not appear: the
-    default, ``HM003``, is a donation XLA had to copy. The semantics are
+    default, ``HM003``, is a donation XLA had to copy because of your code (a
+    read after an in-place update); the copy every donated training step
+    makes (the backward pass reads a weight while the optimizer writes it) is
+    reported as ``info``, "expected", and fails nothing. The semantics are
     ``hlomem check``'s, which this runs. Returns the check's result when it
     passes.
 

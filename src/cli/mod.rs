@@ -121,7 +121,9 @@ enum Command {
         /// Budgets are per device already; kept so that older scripts still run.
         #[arg(long, hide = true, conflicts_with = "whole_program")]
         per_device: bool,
-        /// Finding codes or names that fail the check (e.g. `HM003` or `donation-copied`).
+        /// Finding codes or names that fail the check (e.g. `HM003` or `donation-copied`); none by
+        /// default. A finding reported below its rule's severity (an HM003 copy every donated
+        /// training step makes: `info`, "expected") never fails it.
         #[arg(long, value_name = "CODE", num_args = 1..)]
         fail_on: Vec<String>,
         #[command(flatten)]

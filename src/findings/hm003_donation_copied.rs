@@ -86,6 +86,31 @@ pub struct Branch {
 }
 
 impl Evidence {
+    /// The copy is what a donated training step costs, not something the
+    /// user's code did: every read that forces it is in the backward pass
+    /// (`transpose(jvp(...))` in its `op_name`: the weight read for the
+    /// input's gradient) while the optimizer writes the new value. XLA's copy
+    /// insertion keeps the old value alive for such reads; the user's only
+    /// choice would be not donating, which keeps a whole second copy. Such a
+    /// finding is `info`, and `--fail-on HM003` does not fail on it.
+    pub fn expected_in_training(&self) -> bool {
+        let Copied::OldValueSaved {
+            readers, blocking, ..
+        } = &self.how
+        else {
+            return false;
+        };
+        !blocking.is_empty()
+            && blocking.iter().all(|name| {
+                readers.iter().any(|r| {
+                    &r.name == name
+                        && r.op_name
+                            .as_deref()
+                            .is_some_and(|op| op.contains("transpose("))
+                })
+            })
+    }
+
     pub fn message(&self) -> String {
         let argument = super::quoted(&self.argument);
         match &self.how {
@@ -102,8 +127,13 @@ impl Evidence {
                         writer.name
                     ),
                 };
+                let expected = if self.expected_in_training() {
+                    " (expected: the backward pass reads this weight while its update is computed)"
+                } else {
+                    ""
+                };
                 format!(
-                    "parameter {}{argument} is donated, but {why}, so XLA copies it first: {} of temporaries, no saving",
+                    "parameter {}{argument} is donated, but {why}, so XLA copies it first: {} of temporaries, no saving{expected}",
                     self.parameter,
                     human_bytes(self.bytes)
                 )
@@ -135,6 +165,12 @@ impl Evidence {
     }
 
     pub fn fix(&self) -> String {
+        if self.expected_in_training() {
+            return "nothing to change: this is what donating a training step costs (an optimizer such as \
+                    optax updates every weight the backward pass reads); not donating would keep a second \
+                    copy of the whole argument instead"
+                .to_string();
+        }
         match self.how {
             Copied::OldValueSaved { .. } => {
                 "compute what still needs the old value before the update (e.g. take x.sum() before x.at[...].set), \
@@ -393,10 +429,15 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                     .collect(),
             },
         };
+        let expected = evidence.expected_in_training();
         let mut f = Finding::new(super::Evidence::DonationCopied(evidence), s.saved)
             .at(module, s.copies[0])
             .parameter(module, s.alias.parameter);
         f.output_index = Some(s.alias.output_index.clone());
+        if expected {
+            // Reported, but not a gate's failure: see `expected_in_training`.
+            f.severity = super::Severity::Info;
+        }
         findings.insert(s.at, f);
     }
     findings

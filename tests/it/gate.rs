@@ -152,7 +152,7 @@ fn check_fail_on_a_finding() {
     ]);
     assert_eq!(code, Some(0));
     assert!(
-        out.contains("no not-donated finding in 1 module") && !out.contains("budget"),
+        out.contains("no failing not-donated finding in 1 module") && !out.contains("budget"),
         "{out}"
     );
     let (code, _, err) = hlomem(&["check", "samples", "--fail-on", "HM999"]);

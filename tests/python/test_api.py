@@ -122,13 +122,34 @@ def test_assert_fits_budget_strings(step_nodonate: Any) -> None:
 
 def test_assert_fits_fails_on_findings(step_nodonate: Any, step_donate: Any) -> None:
     """A donation that stopped working fails a test: HM001 on the non-donated
-    step; the default, HM003, on this donated step, where XLA copies one
-    donated weight because the backward pass still reads it."""
+    step. On this donated step XLA copies one donated weight because the
+    backward pass still reads it: HM003, reported as expected (`info`), which
+    the default gate does not fail on (a false failure on every training
+    step would get the gate switched off)."""
     with pytest.raises(hlomem.OutOfBudget, match="HM001"):
         hlomem.assert_fits(step_nodonate, fail_on=["HM001"])
     hlomem.assert_fits(step_donate, fail_on=["HM001"])
+    assert hlomem.assert_fits(step_donate, budget="1GiB").passed
+    copies = [f for f in hlomem.analyze(step_donate).findings if f.code == "HM003"]
+    assert copies and all(f.severity == "info" for f in copies)
+    assert "expected" in copies[0].message and "nothing to change" in copies[0].fix
+
+
+def test_a_copy_your_code_causes_fails_the_default_gate() -> None:
+    """HM003 where the donated value is read after an in-place update the
+    user wrote (the finding's own example) fails `assert_fits` by default."""
+    import functools
+
+    import jax
+    import jax.numpy as jnp
+
+    @functools.partial(jax.jit, donate_argnums=0)
+    def f(x: Any) -> Any:
+        return x.at[0].set(1) + x.sum(), x * 2
+
+    compiled = f.lower(jax.ShapeDtypeStruct((1024, 1024), jnp.float32)).compile()
     with pytest.raises(hlomem.OutOfBudget, match="HM003") as failed:
-        hlomem.assert_fits(step_donate, budget="1GiB")
+        hlomem.assert_fits(compiled, budget="1GiB")
     assert not failed.value.result.passed
 
 
