@@ -284,13 +284,19 @@ fn buffer_key(b: &crate::report::PeakBufferReport) -> String {
 }
 
 fn finding_key(f: &crate::report::FindingReport) -> String {
-    let subject = f
-        .parameter
-        .as_ref()
-        .map(|p| {
-            p.argument
-                .clone()
-                .unwrap_or_else(|| format!("parameter {}", p.number))
+    // HM001 is about a whole JAX argument (`opt_state`), named as `analyze`
+    // names it, not after the first of its parameters (`opt_state[0].count`).
+    let argument = match &f.evidence {
+        crate::findings::Evidence::NotDonated(e) => e.argument.clone(),
+        _ => None,
+    };
+    let subject = argument
+        .or_else(|| {
+            f.parameter.as_ref().map(|p| {
+                p.argument
+                    .clone()
+                    .unwrap_or_else(|| format!("parameter {}", p.number))
+            })
         })
         .or_else(|| f.output_index.as_ref().map(|i| format!("output {i:?}")))
         .unwrap_or_default();

@@ -161,6 +161,25 @@ fn check_fail_on_a_finding() {
     assert_eq!(code, Some(2), "{err}");
 }
 
+/// A finding of a whole argument is named in `diff` as `analyze` names it:
+/// HM001 on `params` (a pytree of arrays), not its first array `params[0]['w']`.
+#[test]
+fn diff_names_a_findings_argument_as_analyze_does() {
+    let (code, out, _) = hlomem(&[
+        "diff",
+        "samples/mlp_train_nodonate/dump",
+        "samples/mlp_train_donate/dump",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(code, Some(0));
+    let d: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        d["modules"][0]["findings_gone"],
+        serde_json::json!(["HM001 not-donated params"])
+    );
+}
+
 #[test]
 fn diff_reports_the_donation_saving() {
     let (code, out, _) = hlomem(&[
