@@ -51,6 +51,22 @@ def _pick(rng: random.Random, items: list[int]) -> Optional[int]:
     return rng.choice(items) if items else None
 
 
+def _edit_line(
+    text: str,
+    rng: random.Random,
+    matches: Callable[[str], bool],
+    edit: Callable[[str], str],
+) -> Optional[str]:
+    """One instruction line that `matches`, chosen at random, replaced by
+    `edit` of it; None where no line matches."""
+    lines = _lines(text)
+    i = _pick(rng, [i for i in _instructions(lines) if matches(lines[i])])
+    if i is None:
+        return None
+    lines[i] = edit(lines[i])
+    return "\n".join(lines)
+
+
 def undefined_operand(text: str, rng: random.Random) -> Optional[str]:
     lines = _lines(text)
     cands = [i for i in _instructions(lines) if re.search(r"\(%?[\w.\-]+[,)]", lines[i].split(" = ", 1)[1]) and "parameter(" not in lines[i] and "constant(" not in lines[i]]
@@ -77,33 +93,36 @@ BINARY = ("add(", "multiply(", "subtract(", "maximum(", "minimum(", "divide(", "
 
 
 def wrong_operand_count(text: str, rng: random.Random) -> Optional[str]:
-    lines = _lines(text)
-    cands = [i for i in _instructions(lines) if any(" " + b in lines[i] for b in BINARY)]
-    i = _pick(rng, cands)
-    if i is None:
-        return None
-    lines[i] = re.sub(r"(\b(?:add|multiply|subtract|maximum|minimum|divide|compare|and|or)\()([^,()]+), ([^,()]+)\)", r"\1\2)", lines[i], count=1)
-    return "\n".join(lines)
+    return _edit_line(
+        text,
+        rng,
+        lambda l: any(" " + b in l for b in BINARY),
+        lambda l: re.sub(
+            r"(\b(?:add|multiply|subtract|maximum|minimum|divide|compare|and|or)\()([^,()]+), ([^,()]+)\)",
+            r"\1\2)",
+            l,
+            count=1,
+        ),
+    )
 
 
 def parameter_out_of_range(text: str, rng: random.Random) -> Optional[str]:
-    lines = _lines(text)
-    cands = [i for i in _instructions(lines) if re.search(r"parameter\(\d+\)", lines[i])]
-    i = _pick(rng, cands)
-    if i is None:
-        return None
-    lines[i] = re.sub(r"parameter\((\d+)\)", lambda m: f"parameter({int(m.group(1)) + rng.choice([7, 100])})", lines[i])
-    return "\n".join(lines)
+    more = rng.choice([7, 100])
+    return _edit_line(
+        text,
+        rng,
+        lambda l: re.search(r"parameter\(\d+\)", l) is not None,
+        lambda l: re.sub(r"parameter\((\d+)\)", lambda m: f"parameter({int(m.group(1)) + more})", l),
+    )
 
 
 def duplicate_parameter_number(text: str, rng: random.Random) -> Optional[str]:
-    lines = _lines(text)
-    cands = [i for i in _instructions(lines) if re.search(r"parameter\([1-9]\d*\)", lines[i])]
-    i = _pick(rng, cands)
-    if i is None:
-        return None
-    lines[i] = re.sub(r"parameter\(\d+\)", "parameter(0)", lines[i])
-    return "\n".join(lines)
+    return _edit_line(
+        text,
+        rng,
+        lambda l: re.search(r"parameter\([1-9]\d*\)", l) is not None,
+        lambda l: re.sub(r"parameter\(\d+\)", "parameter(0)", l),
+    )
 
 
 def call_cycle(text: str, rng: random.Random) -> Optional[str]:
@@ -148,13 +167,12 @@ def deleted_definition(text: str, rng: random.Random) -> Optional[str]:
 
 
 def negative_dimension(text: str, rng: random.Random) -> Optional[str]:
-    lines = _lines(text)
-    cands = [i for i in _instructions(lines) if re.search(r"\[\d+", lines[i])]
-    i = _pick(rng, cands)
-    if i is None:
-        return None
-    lines[i] = re.sub(r"\[(\d+)", r"[-\1", lines[i], count=1)
-    return "\n".join(lines)
+    return _edit_line(
+        text,
+        rng,
+        lambda l: re.search(r"\[\d+", l) is not None,
+        lambda l: re.sub(r"\[(\d+)", r"[-\1", l, count=1),
+    )
 
 
 def unbalanced_attribute(text: str, rng: random.Random) -> Optional[str]:
@@ -215,14 +233,13 @@ def elementwise_shape(text: str, rng: random.Random) -> Optional[str]:
 
 
 def dtype_change(text: str, rng: random.Random) -> Optional[str]:
-    lines = _lines(text)
     ops = r"(negate|add|multiply|subtract|exponential|tanh|maximum)"
-    cands = [i for i in _instructions(lines) if re.search(r"= f32\[[^\]]*\]\{[\d,]*\} " + ops + r"\(", lines[i])]
-    i = _pick(rng, cands)
-    if i is None:
-        return None
-    lines[i] = re.sub(r"= f32\[", "= s8[", lines[i], count=1)
-    return "\n".join(lines)
+    return _edit_line(
+        text,
+        rng,
+        lambda l: re.search(r"= f32\[[^\]]*\]\{[\d,]*\} " + ops + r"\(", l) is not None,
+        lambda l: re.sub(r"= f32\[", "= s8[", l, count=1),
+    )
 
 
 MUTATIONS: dict[str, Callable[[str, random.Random], Optional[str]]] = {
