@@ -133,6 +133,14 @@ pub fn analyze(module: &Module, target: &Target) -> MemoryModel {
 pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
     let (schedule, dataflow, ranges, assignment) = account(module, target, aliases);
     let mut totals = totals_of(&assignment, target);
+    if target.chip_assumed() && holds_tuple_table(module, &dataflow, &assignment) {
+        // A TPU tuple table is 512 bytes on v4 and v5e, 32 on v5p and v6e,
+        // and the text does not name the chip: device memory is v5e's guess.
+        for space in totals.by_space.iter_mut().filter(|s| s.color == 0) {
+            space.exact = false;
+        }
+        totals.total_exact = false;
+    }
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak
         .timeline
@@ -173,6 +181,25 @@ fn account(
         || sharing::read_sharing_queries(target, module, &dataflow, &ranges),
     );
     (schedule, dataflow, ranges, assignment)
+}
+
+/// Whether device memory (color 0) holds a tuple's index table: the one
+/// size that depends on which TPU chip compiled the module.
+fn holds_tuple_table(module: &Module, dataflow: &Dataflow, assignment: &Assignment) -> bool {
+    assignment
+        .allocations
+        .iter()
+        .filter(|a| a.color == 0)
+        .flat_map(|a| &a.buffers)
+        .flat_map(|&b| &dataflow.buffers[b.index()].values)
+        .any(|&v| {
+            let value = &dataflow.values[v.index()];
+            module
+                .instr(value.instr)
+                .shape
+                .subshape(&value.index)
+                .is_some_and(|s| s.is_tuple())
+        })
 }
 
 /// The allocations' bytes, by kind and by memory space (the live peak aside).

@@ -187,6 +187,12 @@ impl Target {
         }
     }
 
+    /// A TPU module whose chip nobody named (not the dump, not `--tpu`):
+    /// sizes that differ by chip are v5e's guess.
+    pub fn chip_assumed(&self) -> bool {
+        self.chip_source == Some(ChipSource::Assumed)
+    }
+
     /// The TPU chip and who named it; `None` assumes v5e. No effect off TPU.
     pub fn with_tpu_version(mut self, named: Option<(TpuVersion, ChipSource)>) -> Target {
         if self.backend == Backend::Tpu {

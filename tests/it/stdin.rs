@@ -118,3 +118,39 @@ fn stablehlo_on_standard_input_says_what_to_pass() {
         insta::assert_snapshot!("stdin_stablehlo", String::from_utf8_lossy(&out.stderr));
     });
 }
+
+/// A TPU module read alone (`compiled.as_text()`, no dump folder) does not
+/// say its chip, and tuple tables are 512 bytes on v5e, 32 on v6e: device
+/// memory is then "about", never presented as exact; `--tpu` makes it exact,
+/// and the dump folder's `target_arguments.txt` names the chip itself.
+#[test]
+fn a_tpu_module_without_its_chip_is_not_exact() {
+    let dump = "samples/tpu_v6e_mlp_train_donate/dump";
+    let file = format!("{dump}/module_0000.jit_sgd_step.cl_933746096.after_optimizations.txt");
+    let text = std::fs::read(&file).unwrap();
+    let exact = |out: &Output| {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let memory = &json["modules"][0]["memory"];
+        let hbm = memory["by_space"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["color"] == 0)
+            .unwrap()["exact"]
+            .as_bool()
+            .unwrap();
+        (hbm, memory["total_exact"].as_bool().unwrap())
+    };
+    let alone = hlomem_with_stdin(&["analyze", "-", "--format", "json"], &text);
+    assert_eq!(exact(&alone), (false, false));
+    let named = hlomem_with_stdin(&["analyze", "-", "--tpu", "v6e", "--format", "json"], &text);
+    assert!(exact(&named).0);
+    let text_report = hlomem_with_stdin(&["analyze", "-"], &text);
+    let shown = String::from_utf8_lossy(&text_report.stdout);
+    assert!(shown.contains("about: the TPU chip is assumed"), "{shown}");
+    let (code, out, err) = crate::support::run_hlomem(&["analyze", dump, "--format", "json"]);
+    assert_eq!(code, Some(0), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["modules"][0]["memory"]["by_space"][0]["exact"], true);
+}

@@ -219,8 +219,11 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         "  {}",
         bold("memory (XLA's buffer assignment)", options)
     )?;
+    let hbm_exact = mem.by_space.iter().all(|s| s.color != 0 || s.exact);
     let total_meaning = if mem.total_exact {
         "everything the module needs at once: XLA's \"Total bytes used\"".to_string()
+    } else if !hbm_exact {
+        "about: the TPU chip is assumed (tuple tables differ by chip; --tpu sets it)".to_string()
     } else {
         "every memory space together; the on-chip ones are hlomem's estimate".to_string()
     };
@@ -260,7 +263,8 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         let mut spaces = Vec::new();
         for space in &mem.by_space {
             let meaning = match (space.color, space.exact) {
-                (0, _) => "device memory (HBM): what must fit on the chip".to_string(),
+                (0, true) => "device memory (HBM): what must fit on the chip".to_string(),
+                (0, false) => "device memory (HBM), about: sized for an assumed chip".to_string(),
                 (_, true) => format!("memory space {}", space.color),
                 (_, false) => {
                     let what = match space.name.as_str() {
