@@ -129,7 +129,11 @@ fn a_tpu_module_without_its_chip_is_not_exact() {
     let file = format!("{dump}/module_0000.jit_sgd_step.cl_933746096.after_optimizations.txt");
     let text = std::fs::read(&file).unwrap();
     let exact = |out: &Output| {
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let memory = &json["modules"][0]["memory"];
         let hbm = memory["by_space"]
