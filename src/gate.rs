@@ -94,6 +94,10 @@ pub struct CheckedModule {
     /// space, which is all of `total_bytes` off TPU), per device, or times
     /// the devices with `whole_program`.
     pub bytes: u64,
+    /// Whether `bytes` is XLA's figure to the byte; not when hlomem had to
+    /// guess (a TPU module whose chip nobody named, holding a tuple table):
+    /// the text then says "about".
+    pub exact: bool,
     pub memory: MemoryKind,
     pub devices: u64,
     /// How far over the budget.
@@ -142,6 +146,7 @@ pub fn check(
                 name: m.name.clone(),
                 file: m.file.clone(),
                 bytes,
+                exact: m.memory.by_space.iter().all(|s| s.color != 0 || s.exact),
                 memory: if m.target.backend == crate::target::Backend::Tpu {
                     MemoryKind::Hbm
                 } else {

@@ -95,7 +95,7 @@ def summary(result: CheckResult, module: CheckedModule) -> str:
     codes = list(dict.fromkeys(f.code for f in module.failing_findings))
     if module.over_by is not None and result.budget_bytes is not None:
         line = (
-            f"{module.name} needs {human_bytes(module.bytes)} of "
+            f"{module.name} needs {'' if module.exact else 'about '}{human_bytes(module.bytes)} of "
             f"{human_bytes(result.budget_bytes)}, over by {human_bytes(module.over_by)}"
         )
         if codes:

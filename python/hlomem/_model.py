@@ -206,6 +206,9 @@ class CheckedModule(JsonObject):
     key: str
     #: What was compared with the budget (device memory, per device).
     bytes: int
+    #: Whether ``bytes`` is XLA's figure to the byte (not when a TPU module's
+    #: chip had to be assumed): the messages then say "about".
+    exact: bool
     #: How far over the budget, or ``None``.
     over_by: int | None
     failing_findings: list[FindingRef]

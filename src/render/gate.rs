@@ -21,7 +21,8 @@ pub fn render_check(
     // "needs 17.20GiB of HBM per device, 1.20GiB over the budget of 16.00GiB per device"
     let over_budget = |m: &CheckedModule, over: u64| {
         format!(
-            "needs {} of {}{}, {} over {}",
+            "needs {}{} of {}{}, {} over {}",
+            about(m),
             human_bytes(m.bytes),
             m.memory.name(),
             if r.whole_program && m.devices > 1 {
@@ -135,7 +136,12 @@ pub fn render_check(
             writeln!(out)?;
             let line = match m.over_by {
                 Some(over) => over_budget(m, over),
-                None => format!("needs {} of {}", human_bytes(m.bytes), m.memory.name()),
+                None => format!(
+                    "needs {}{} of {}",
+                    about(m),
+                    human_bytes(m.bytes),
+                    m.memory.name()
+                ),
             };
             writeln!(out, "{}{}: {line}", if md { "- " } else { "  " }, m.key)?;
             for f in &m.failing_findings {
@@ -155,6 +161,15 @@ pub fn render_check(
         }
     }
     Ok(())
+}
+
+/// "about " before a figure hlomem had to guess (`CheckedModule::exact`).
+fn about(m: &CheckedModule) -> &'static str {
+    if m.exact {
+        ""
+    } else {
+        "about "
+    }
 }
 
 /// "1 file could not be analyzed".
@@ -182,8 +197,9 @@ fn passed_summary(r: &CheckResult, budget: &dyn Fn(u64) -> String) -> String {
     }
     if let Some(m) = r.modules.first() {
         parts.push(format!(
-            "largest {} needs {} of {}",
+            "largest {} needs {}{} of {}",
             m.key,
+            about(m),
             human_bytes(m.bytes),
             m.memory.name()
         ));

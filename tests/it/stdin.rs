@@ -153,6 +153,18 @@ fn a_tpu_module_without_its_chip_is_not_exact() {
     let text_report = hlomem_with_stdin(&["analyze", "-"], &text);
     let shown = String::from_utf8_lossy(&text_report.stdout);
     assert!(shown.contains("about: the TPU chip is assumed"), "{shown}");
+    // The gate says so too, in words and as data.
+    let check = hlomem_with_stdin(&["check", "-", "--budget", "1GiB"], &text);
+    let said = String::from_utf8_lossy(&check.stdout);
+    assert!(said.contains("needs about "), "{said}");
+    let check = hlomem_with_stdin(
+        &[
+            "check", "-", "--budget", "1GiB", "--tpu", "v6e", "--format", "json",
+        ],
+        &text,
+    );
+    let json: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    assert_eq!(json["modules"][0]["exact"], true);
     let (code, out, err) = crate::support::run_hlomem(&["analyze", dump, "--format", "json"]);
     assert_eq!(code, Some(0), "{err}");
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
