@@ -215,14 +215,7 @@ pub fn assign(
             );
             continue;
         }
-        let is_tuple = buffer.values.iter().any(|v| {
-            let value = &dataflow.values[v.index()];
-            module
-                .instr(value.instr)
-                .shape
-                .subshape(&value.index)
-                .is_some_and(|s| s.is_tuple())
-        });
+        let is_tuple = buffer.values.iter().any(|&v| dataflow.is_tuple(module, v));
         if is_tuple {
             add_allocation(
                 &mut allocations,

@@ -78,6 +78,17 @@ impl Dataflow {
         self.positions.get(value.index())
     }
 
+    /// Whether `value` is a tuple's index table (its node of its
+    /// instruction's shape is a tuple), not an array.
+    pub fn is_tuple(&self, module: &Module, value: ValueId) -> bool {
+        let value = &self.values[value.index()];
+        module
+            .instr(value.instr)
+            .shape
+            .subshape(&value.index)
+            .is_some_and(|s| s.is_tuple())
+    }
+
     /// Every (user, operand number) that reads `value`.
     pub fn uses(&self, value: ValueId) -> &[(InstrId, u32)] {
         self.uses.get(value.index())

@@ -192,14 +192,7 @@ fn holds_tuple_table(module: &Module, dataflow: &Dataflow, assignment: &Assignme
         .filter(|a| a.color == 0)
         .flat_map(|a| &a.buffers)
         .flat_map(|&b| &dataflow.buffers[b.index()].values)
-        .any(|&v| {
-            let value = &dataflow.values[v.index()];
-            module
-                .instr(value.instr)
-                .shape
-                .subshape(&value.index)
-                .is_some_and(|s| s.is_tuple())
-        })
+        .any(|&v| dataflow.is_tuple(module, v))
 }
 
 /// The allocations' bytes, by kind and by memory space (the live peak aside).
