@@ -14,11 +14,11 @@
 
 use std::ops::Range;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use super::opcode::Opcode;
 use super::shape::{Layout, NUMERIC_LAYOUT_FIELDS};
-use super::verify::{arity, Arity};
+use super::verify::arity;
 
 /// A problem found on one line: the byte range in the line, what is wrong,
 /// and the label under the caret.
@@ -44,7 +44,7 @@ pub(super) struct BodyCheck<'a> {
     /// The first operand that names no earlier line: line index, range, name.
     unknown: Option<(usize, Range<usize>, &'a str)>,
     /// Shape spellings already found valid.
-    shapes: FxHashMap<&'a str, ()>,
+    shapes: FxHashSet<&'a str>,
 }
 
 /// The parts of a line the check reads: `[ROOT ]name = SHAPE opcode(OPERANDS)`.
@@ -79,30 +79,18 @@ impl<'a> BodyCheck<'a> {
             }
             opcode => {
                 let mut count = 0;
-                for operand in operands(list, call.operands.start) {
+                for (range, operand_name) in operands(list, call.operands.start) {
                     count += 1;
-                    let (range, operand_name) = operand;
                     if self.unknown.is_none() && !self.defined.contains(operand_name) {
                         self.unknown = Some((i, range, operand_name));
                     }
                 }
-                let parsed = Opcode::parse(opcode);
-                if let Some(arity) = arity(&parsed) {
-                    let fits = match arity {
-                        Arity::Exactly(n) => count == n,
-                        Arity::AtLeast(n) => count >= n,
-                    };
-                    if !fits {
-                        let wanted = match arity {
-                            Arity::Exactly(n) => format!("{n}"),
-                            Arity::AtLeast(n) => format!("at least {n}"),
-                        };
-                        return Err(Problem::new(
-                            call.operands.start.saturating_sub(1)..call.operands.end + 1,
-                            format!("`{opcode}` takes {wanted} operand(s), but has {count}"),
-                            "wrong number of operands",
-                        ));
-                    }
+                if let Some(wanted) = arity(&Opcode::parse(opcode)).filter(|a| !a.admits(count)) {
+                    return Err(Problem::new(
+                        call.operands.start.saturating_sub(1)..call.operands.end + 1,
+                        format!("`{opcode}` takes {wanted} operand(s), but has {count}"),
+                        "wrong number of operands",
+                    ));
                 }
             }
         }
@@ -153,13 +141,13 @@ impl<'a> BodyCheck<'a> {
 
     fn shape(&mut self, text: &'a str, at: Range<usize>) -> Result<(), Problem> {
         let spelling = &text[at.clone()];
-        if self.shapes.contains_key(spelling) {
+        if self.shapes.contains(spelling) {
             return Ok(());
         }
         shape_problem(spelling).map_err(|(r, title)| {
             Problem::new(at.start + r.start..at.start + r.end, title, "invalid shape")
         })?;
-        self.shapes.insert(spelling, ());
+        self.shapes.insert(spelling);
         Ok(())
     }
 }

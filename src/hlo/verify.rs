@@ -87,9 +87,29 @@ impl<'a> Verifier<'a> {
 }
 
 /// How many operands an opcode may have.
+#[derive(Clone, Copy)]
 pub(super) enum Arity {
     Exactly(usize),
     AtLeast(usize),
+}
+
+impl Arity {
+    pub(super) fn admits(self, n: usize) -> bool {
+        match self {
+            Arity::Exactly(k) => n == k,
+            Arity::AtLeast(k) => n >= k,
+        }
+    }
+}
+
+/// `2` or `at least 1`: how many operands, in a message.
+impl std::fmt::Display for Arity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Arity::Exactly(k) => write!(f, "{k}"),
+            Arity::AtLeast(k) => write!(f, "at least {k}"),
+        }
+    }
 }
 
 /// The operand counts XLA's verifier enforces, for the opcodes whose operands
@@ -431,30 +451,19 @@ impl<'a> Verifier<'a> {
     fn instruction(&self, id: InstrId) -> Result<(), Error> {
         let instr = self.instr(id);
         let n = instr.operands.len();
-        match arity(&instr.opcode) {
-            Some(Arity::Exactly(k)) if n != k => {
-                return Err(self.error(
-                    id,
-                    format!(
-                        "`{}` takes {k} operand(s), `%{}` has {n}",
-                        instr.opcode,
-                        self.name_of(instr)
-                    ),
-                    "wrong number of operands",
-                ))
-            }
-            Some(Arity::AtLeast(k)) if n < k => {
-                return Err(self.error(
-                    id,
-                    format!(
-                        "`{}` takes at least {k} operand(s), `%{}` has {n}",
-                        instr.opcode,
-                        self.name_of(instr)
-                    ),
-                    "too few operands",
-                ))
-            }
-            _ => {}
+        if let Some(wanted) = arity(&instr.opcode).filter(|a| !a.admits(n)) {
+            return Err(self.error(
+                id,
+                format!(
+                    "`{}` takes {wanted} operand(s), `%{}` has {n}",
+                    instr.opcode,
+                    self.name_of(instr)
+                ),
+                match wanted {
+                    Arity::Exactly(_) => "wrong number of operands",
+                    Arity::AtLeast(_) => "too few operands",
+                },
+            ));
         }
         match instr.opcode {
             Opcode::GetTupleElement => self.get_tuple_element(id),

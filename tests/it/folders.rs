@@ -102,30 +102,6 @@ fn without_privileges(locked: &Path) -> Option<Vec<String>> {
     (!probe.status.success()).then(|| vec!["setpriv".into(), "--bounding-set=-all".into()])
 }
 
-/// Runs the binary behind `prefix` (see [`without_privileges`]).
-#[cfg(unix)]
-fn run_with(prefix: &[String], args: &[&str]) -> (Option<i32>, String, String) {
-    let binary = env!("CARGO_BIN_EXE_hlomem");
-    let mut command = match prefix.split_first() {
-        Some((program, rest)) => {
-            let mut c = Command::new(program);
-            c.args(rest).arg(binary);
-            c
-        }
-        None => Command::new(binary),
-    };
-    let out = command
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("the hlomem binary runs");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[cfg(unix)]
 #[test]
 fn unreadable_folders_are_errors() {
@@ -144,7 +120,7 @@ fn unreadable_folders_are_errors() {
         return;
     };
     // Inside a folder given: named, and the readable module still reported.
-    let (code, out, err) = run_with(
+    let (code, out, err) = crate::support::run_hlomem_behind(
         &prefix,
         &["check", dir.to_str().unwrap(), "--budget", "16GiB"],
     );
@@ -156,7 +132,8 @@ fn unreadable_folders_are_errors() {
     );
     assert!(out.contains("1 module checked"), "{out}");
     // Given directly: unreadable, not "holds no HLO module".
-    let (code, _, err) = run_with(&prefix, &["analyze", locked.to_str().unwrap()]);
+    let (code, _, err) =
+        crate::support::run_hlomem_behind(&prefix, &["analyze", locked.to_str().unwrap()]);
     assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains(&name) && err.contains("Permission denied"),

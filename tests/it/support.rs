@@ -93,7 +93,21 @@ pub fn sample_module_truth(path: &Path) -> (String, serde_json::Value) {
 
 /// Runs the binary from the crate root: (exit code, stdout, stderr).
 pub fn run_hlomem(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hlomem"))
+    run_hlomem_behind(&[], args)
+}
+
+/// [`run_hlomem`] with the binary run by `prefix` (`setpriv ...`), if any.
+pub fn run_hlomem_behind(prefix: &[String], args: &[&str]) -> (Option<i32>, String, String) {
+    let binary = env!("CARGO_BIN_EXE_hlomem");
+    let mut command = match prefix.split_first() {
+        Some((program, rest)) => {
+            let mut c = std::process::Command::new(program);
+            c.args(rest).arg(binary);
+            c
+        }
+        None => std::process::Command::new(binary),
+    };
+    let out = command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(args)
         .output()
