@@ -37,40 +37,13 @@ def human_bytes(n: int) -> str:
     return f"{shown:.1f}{_UNITS[unit]}" if unit == 0 else f"{shown:.2f}{_UNITS[unit]}"
 
 
-def _short(location: str) -> str:
-    # As the binary shortens a path: from an installed package's folder on,
-    # else the file's name.
-    location = location.replace("\\", "/")
-    for marker in ("site-packages/", "dist-packages/"):
-        i = location.rfind(marker)
-        if i >= 0:
-            return location[i + len(marker) :]
-    return location.rsplit("/", 1)[-1]
-
-
-def _site(location: str, function: str | None) -> str:
-    if function is None:
-        return _short(location)
-    return f"{_short(location)} ({function.rsplit('<locals>.', 1)[-1]})"
-
-
 def place(group: Any) -> str:
     """A ``peak.by_source`` group as the text report names it:
     ``flax/linen/stochastic.py:105 (Dropout.__call__) ← train.py:40 (Block.__call__)``,
-    ``argument `params```, ``made by XLA for ...``."""
+    ``argument `params```, ``made by XLA for ...``: the binary words it (its
+    JSON's ``place``), so the pytest message and the report say the same."""
     __tracebackhide__ = True
-    source, caller = group.get("source"), group.get("caller")
-    argument = group.get("argument")
-    if source is None:
-        text = f"argument `{argument}`" if argument is not None else "(no source line)"
-    elif caller is not None and caller != source:
-        text = (
-            f"{_site(source, group.get('function'))} ← "
-            f"{_site(caller, group.get('caller_function'))}"
-        )
-    else:
-        text = _site(source, group.get("function"))
-    return f"made by XLA for {text}" if group.get("made_by_xla") else text
+    return str(group["place"])
 
 
 def _lead(result: CheckResult) -> CheckedModule | None:

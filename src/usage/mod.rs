@@ -102,6 +102,13 @@ pub struct SourceGroup {
     /// For the arguments' buffers, which have no line: the JAX argument.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
+    /// Copies XLA made of `argument` (a layout change), which are buffers of
+    /// their own beside the argument's and so a group of their own.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub layout_copy: bool,
+    /// The group as people read it ([`SourceGroup::place`]): every renderer
+    /// and the Python package show this one string.
+    pub place: String,
     /// Values XLA made with no line of their own (materialized iotas and
     /// broadcasts, layout copies), charged to the line of their first user.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -127,6 +134,9 @@ impl SourceGroup {
             None => source::short(location),
         };
         let place = match (&self.source, &self.caller, &self.argument) {
+            (None, _, Some(a)) if self.layout_copy => {
+                return format!("layout copies of argument `{a}` (made by XLA)")
+            }
             (None, _, Some(a)) => format!("argument `{a}`"),
             (None, _, None) => "(no source line)".to_string(),
             (Some(s), Some(c), _) if s != c => {
@@ -196,6 +206,9 @@ pub struct BufferUse {
     pub role: Role,
     /// For arguments: the JAX argument (`params`).
     pub argument: Option<String>,
+    /// A copy of the argument XLA made (a layout change), not the argument's
+    /// own buffer: the peak holds both.
+    pub layout_copy: bool,
 }
 
 impl BufferUse {
@@ -207,6 +220,9 @@ impl BufferUse {
     }
     fn scope_path(&self) -> Vec<String> {
         match (&self.argument, &self.op_name) {
+            (Some(argument), _) if self.layout_copy => {
+                vec!["arguments".into(), format!("{argument} (layout copies)")]
+            }
             (Some(argument), _) => vec!["arguments".into(), argument.clone()],
             (None, Some(op)) => scope::path(op),
             (None, None) => vec!["(no op_name)".into()],
@@ -411,6 +427,7 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
                     .map(arguments::top_name)
                     .filter(|top| names.contains(top.as_str()))
             };
+            let layout_copy = origin.is_none() && argument.is_some();
             let role = role::of(b.kind, phase, training, op_name.as_deref());
             BufferUse {
                 bytes: b.bytes,
@@ -425,6 +442,7 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
                 phase,
                 role,
                 argument,
+                layout_copy,
             }
         })
         .collect();
@@ -505,16 +523,19 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
             b.source().map(ToString::to_string),
             b.caller().map(ToString::to_string),
             b.argument.clone().filter(|_| b.stack.is_empty()),
+            b.layout_copy && b.stack.is_empty(),
             b.made_by_xla,
         )
     };
     group_by(buffers, key, live_peak)
         .into_iter()
         .map(
-            |((source, caller, argument, made_by_xla), size, first, largest)| {
+            |((source, caller, argument, layout_copy, made_by_xla), size, first, largest)| {
                 let b = &buffers[first];
-                SourceGroup {
+                let mut group = SourceGroup {
                     argument,
+                    layout_copy,
+                    place: String::new(),
                     made_by_xla,
                     function: b
                         .source()
@@ -526,7 +547,9 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
                     source,
                     caller,
                     size,
-                }
+                };
+                group.place = group.place();
+                group
             },
         )
         .collect()

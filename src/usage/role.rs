@@ -114,7 +114,12 @@ pub(super) fn groups(buffers: &[BufferUse], live_peak: u64) -> Vec<RoleGroup> {
         };
         groups[g].1.add(b);
         if let Some(argument) = &b.argument {
-            let entry = groups[g].2.entry(argument.clone()).or_default();
+            let name = if b.layout_copy {
+                format!("{argument} (layout copies)")
+            } else {
+                argument.clone()
+            };
+            let entry = groups[g].2.entry(name).or_default();
             entry.0 = entry.0.saturating_add(b.bytes);
             entry.1 += 1;
         }
