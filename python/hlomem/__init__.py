@@ -39,7 +39,9 @@ from ._deviceless import (
     MemoryAnalysis,
     compile_for,
 )
+from ._fit import LargestFit, NothingFits, largest_fit
 from ._json import JsonObject
+from ._measure import CompileCache, FitPoint
 from ._model import (
     Advice,
     CheckedModule,
@@ -55,6 +57,7 @@ from ._model import (
 )
 from ._signature import SignatureMismatch
 from ._targets import GPU_TARGETS, TARGET_NAMES, Target, TargetArg, gpu_target
+from ._variants import Variant, VariantComparison, compare_variants
 from ._verdict import CompiledProgram, ProgramArray, Verdict
 from ._xla_dump import XlaTotals
 
@@ -79,17 +82,21 @@ __all__ = [
     "CheckResult",
     "CheckedModule",
     "Comparison",
+    "CompileCache",
     "CompiledProgram",
     "DevicelessCompiled",
     "Diagnosis",
     "Explanation",
     "Finding",
     "FindingRef",
+    "FitPoint",
     "HlomemError",
     "HlomemWarning",
     "JsonObject",
+    "LargestFit",
     "Memory",
     "MemoryAnalysis",
+    "NothingFits",
     "OutOfBudget",
     "ProgramArray",
     "Report",
@@ -97,17 +104,21 @@ __all__ = [
     "SpaceBytes",
     "Target",
     "TargetArg",
+    "Variant",
+    "VariantComparison",
     "Verdict",
     "XlaTotals",
     "__version__",
     "analyze",
     "assert_fits",
     "compare_targets",
+    "compare_variants",
     "compile_for",
     "explain",
     "find_binary",
     "fits",
     "gpu_target",
+    "largest_fit",
 ]
 
 

@@ -1,0 +1,541 @@
+"""One compile of a function at one size, and what it needs there, as
+:func:`hlomem.largest_fit` and :func:`hlomem.compare_variants` read it.
+
+A :class:`FitPoint` holds XLA's figures for one compile: the device memory
+the program needs (hlomem's analysis of the compiled module, checked
+against XLA's own buffer assignment where a deviceless compile dumped it),
+its split into arguments, outputs and temporaries and per memory space,
+``memory_analysis()``, and the groups that hold the live peak.
+
+Whether it fits is :func:`hlomem.assert_fits`'s decision, reached by
+calling it: the budget is the one ``assert_fits`` takes (a target's usable
+memory, a real accelerator's ``bytes_limit``, or the one given), and a
+value hlomem reports as fitting passes ``assert_fits``. XLA's own figure,
+when the dump gave one, must fit too (the larger decides, as in
+:class:`hlomem.Verdict`). A compiler's refusal for memory (libtpu checks HBM
+while compiling) is a point that does not fit, with no figure but the
+refusal's lower bound.
+
+Compiles are cached in memory by (function, argument shapes, target,
+options, JAX's settings, XLA's flags): :class:`CompileCache`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ._binary import HlomemError
+from ._targets import Target, TargetArg, gib, resolve_target
+
+__all__ = ["CompileCache", "FitPoint", "Session"]
+
+#: Groups of the live peak a point keeps.
+PEAK_GROUPS = 3
+
+# compiled.memory_analysis()'s fields a point keeps.
+_MEMORY_FIELDS = (
+    "argument_size_in_bytes",
+    "output_size_in_bytes",
+    "alias_size_in_bytes",
+    "temp_size_in_bytes",
+)
+
+# compile_for's own keywords that largest_fit and compare_variants set themselves.
+_RESERVED = ("progress", "keep_dump")
+
+
+@dataclass(frozen=True)
+class FitPoint:
+    """One compile: what the program needs there, as XLA splits it.
+
+    Figures are one device's bytes (an SPMD program's are per device).
+    ``None`` where the compile gave none: a refused compile has only
+    :attr:`at_least_bytes`.
+    """
+
+    #: The knob's value (:func:`hlomem.largest_fit`), or ``None`` (a variant).
+    n: int | None
+    #: ``"n=64"``, or the variant's name.
+    label: str
+    #: Whether it fits the budget (``assert_fits``'s decision, and XLA's
+    #: figure within it); ``None`` when there is no budget to compare with.
+    fits: bool | None
+    #: What decides: hlomem's figure (what ``assert_fits`` compares with the
+    #: budget) or XLA's own, the larger; ``None`` when the compiler refused.
+    needed_bytes: int | None
+    #: The budget it was compared with, in bytes.
+    budget_bytes: int | None
+    #: The target's compiler refused the program for memory.
+    refused: bool = False
+    #: Refused: what the program needs at least (the compiler's figure, or
+    #: the refused module's, the larger).
+    at_least_bytes: int | None = None
+    #: hlomem's figure for the device's memory (``hlomem check``'s, per device).
+    hlomem_bytes: int | None = None
+    #: XLA's own buffer assignment total for the device's memory, from the
+    #: compile's dump (deviceless compiles; ``None`` for one in this process).
+    xla_bytes: int | None = None
+    #: hlomem's figure is XLA's to the byte (not when a TPU chip was assumed).
+    exact: bool = True
+    argument_bytes: int | None = None
+    output_bytes: int | None = None
+    #: Donated arguments reused as outputs (counted in both).
+    alias_bytes: int | None = None
+    temp_bytes: int | None = None
+    #: The buffer assignment's "Total bytes used" (every memory space).
+    total_bytes: int | None = None
+    live_peak_bytes: int | None = None
+    #: Each memory space's bytes, as XLA names the space (``default``, ``vmem``).
+    by_space: dict[str, int] = field(default_factory=dict)
+    #: ``compiled.memory_analysis()``: XLA's own fields, in bytes.
+    memory_analysis: dict[str, int] | None = None
+    #: What holds the live peak: (where, bytes), largest first, as
+    #: ``assert_fits``'s message names them.
+    peak: tuple[tuple[str, int], ...] = ()
+    #: Finding codes of hlomem's analysis (``HM001``: an argument not donated...).
+    findings: tuple[str, ...] = ()
+    #: Seconds the compile took (and hlomem's reading of it).
+    compile_seconds: float = 0.0
+    #: Taken from the compile cache (no compile was made for it this time).
+    cached: bool = False
+    #: Refused: the compiler's message; a compile that did not finish: its error.
+    message: str | None = None
+    #: The compiled program (a ``jax.stages.Compiled`` or a
+    #: :class:`hlomem.DevicelessCompiled`); ``None`` when refused.
+    compiled: Any = field(default=None, repr=False, compare=False)
+    #: hlomem's analysis (for a refusal: of the module XLA wrote before refusing).
+    report: Any = field(default=None, repr=False, compare=False)
+    #: Refused: the :class:`hlomem.OutOfBudget` the compile raised.
+    refusal: Any = field(default=None, repr=False, compare=False)
+    # The budget as given when the decision was made (the cache's).
+    budget_spec: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def outputs_not_aliased_bytes(self) -> int | None:
+        """Outputs that take memory of their own (not a donated argument's)."""
+        if self.output_bytes is None or self.alias_bytes is None:
+            return None
+        return self.output_bytes - self.alias_bytes
+
+    @property
+    def rest_bytes(self) -> int | None:
+        """The device figure less arguments and outputs of their own:
+        temporaries (and constants, and what else the device's memory holds)."""
+        if self.needed_bytes is None or self.argument_bytes is None:
+            return None
+        return self.needed_bytes - self.argument_bytes - (self.outputs_not_aliased_bytes or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """The point as plain data (no compiled program or report)."""
+        skip = {"compiled", "report", "refusal", "budget_spec"}
+        data = {k: v for k, v in self.__dict__.items() if k not in skip}
+        data["by_space"] = dict(self.by_space)
+        data["peak"] = [{"where": w, "bytes": b} for w, b in self.peak]
+        data["findings"] = list(self.findings)
+        return data
+
+    @property
+    def shown(self) -> str:
+        """What it needs, in words: ``"3.61 MiB"``, ``"refused (at least 16.25 GiB)"``."""
+        if self.refused:
+            least = f" (at least {gib(self.at_least_bytes)})" if self.at_least_bytes else ""
+            return f"refused by the compiler{least}"
+        return gib(self.needed_bytes) if self.needed_bytes is not None else "?"
+
+
+class CompileCache:
+    """Compiles already made, by (function, argument shapes and dtypes,
+    target, options, JAX's settings, ``XLA_FLAGS``/``LIBTPU_INIT_ARGS``),
+    least recently used dropped past ``maxsize``. :func:`hlomem.largest_fit`
+    and :func:`hlomem.compare_variants` share one unless given another
+    (``cache=hlomem.CompileCache()``) or ``cache=False``. A cached point
+    keeps its compiled program (a large module's text): ``clear()`` frees them.
+    """
+
+    def __init__(self, maxsize: int = 64) -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, not {maxsize}")
+        self.maxsize = maxsize
+        self._points: OrderedDict[Hashable, FitPoint] = OrderedDict()
+        #: Points served from the cache, and compiles made, since made or cleared.
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: Hashable) -> FitPoint | None:
+        point = self._points.get(key)
+        if point is None:
+            self.misses += 1
+            return None
+        self._points.move_to_end(key)
+        self.hits += 1
+        return point
+
+    def put(self, key: Hashable, point: FitPoint) -> None:
+        self._points[key] = point
+        self._points.move_to_end(key)
+        while len(self._points) > self.maxsize:
+            self._points.popitem(last=False)
+
+    def clear(self) -> None:
+        self._points.clear()
+        self.hits = self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._points)
+
+    def __repr__(self) -> str:
+        return f"CompileCache({len(self)} compiles, {self.hits} hits, {self.misses} misses)"
+
+
+#: The cache largest_fit and compare_variants share by default.
+DEFAULT_CACHE = CompileCache()
+
+
+def pick_cache(cache: CompileCache | bool | None) -> CompileCache | None:
+    if cache is True:
+        return DEFAULT_CACHE
+    if cache is False or cache is None:
+        return None
+    if isinstance(cache, CompileCache):
+        return cache
+    raise TypeError(f"cache is True, False or a hlomem.CompileCache, not {cache!r}")
+
+
+def _freeze(x: Any) -> Hashable:
+    """``x`` as a hashable key: containers by their items, the rest as is
+    when hashable, else by type and repr."""
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted(((repr(k), _freeze(v)) for k, v in x.items()))))
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, tuple(_freeze(v) for v in x))
+    if isinstance(x, (set, frozenset)):
+        return ("set", tuple(sorted(repr(v) for v in x)))
+    try:
+        hash(x)
+    except TypeError:
+        return ("repr", type(x).__qualname__, repr(x))
+    return x  # type: ignore[no-any-return]
+
+
+def args_key(args: Any) -> Hashable:
+    """The arguments as a compile sees them: the tree's structure, each
+    array's shape, dtype and sharding, and any other leaf (a static
+    argument) itself."""
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    keyed: list[Hashable] = []
+    for leaf in leaves:
+        if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+            sharding = getattr(leaf, "sharding", None)
+            keyed.append(("array", tuple(leaf.shape), str(leaf.dtype), repr(sharding)))
+        else:
+            keyed.append(("leaf", _freeze(leaf)))
+    return (tree, tuple(keyed))
+
+
+def _fn_key(fn: Any) -> Hashable:
+    try:
+        hash(fn)
+    except TypeError:
+        return ("id", id(fn))
+    return fn  # type: ignore[no-any-return]
+
+
+def split_args(made: Any) -> tuple[Any, ...]:
+    """``make_args(n)``'s result as positional arguments: a tuple or list is
+    the arguments, anything else the one argument."""
+    return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+
+
+class Session:
+    """Compiles ``fn`` for one target, measures each compile, and keeps
+    count; prints progress on standard error unless ``progress`` is false."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        target: TargetArg | None,
+        budget: str | int | None,
+        options: dict[str, Any],
+        progress: bool,
+        cache: CompileCache | bool | None,
+        need_budget: bool,
+        caller: str,
+    ) -> None:
+        for name in _RESERVED:
+            if name in options:
+                raise TypeError(f"{caller} sets {name} itself; it is not a jit option")
+        self.fn = fn
+        self.name = getattr(fn, "__name__", type(fn).__name__)
+        self.target: Target | None = resolve_target(target) if target is not None else None
+        if self.target is None and "mesh" in options:
+            raise TypeError(
+                "mesh= is compile_for's (a target's devices); for a compile in this process give "
+                "jax shardings in in_shardings/out_shardings, or give a target"
+            )
+        if self.target is not None:
+            from ._deviceless import _require_backend
+
+            _require_backend(self.target)
+        self.budget = budget
+        self.options = dict(options)
+        self.progress = progress
+        self.cache = pick_cache(cache)
+        self.need_budget = need_budget
+        self.caller = caller
+        #: The budget in bytes, and where it came from, once the first compile said.
+        self.budget_bytes: int | None = None
+        self.budget_from: str | None = None
+        self.compiles = 0
+        self.cache_hits = 0
+        self.compile_seconds = 0.0
+
+    @property
+    def where(self) -> str:
+        """``tpu-v5e:2x2`` or ``this process's cpu``."""
+        if self.target is not None:
+            return self.target.name
+        import jax
+
+        return f"this process's {jax.default_backend()}"
+
+    def say(self, text: str) -> None:
+        if self.progress:
+            print(f"hlomem: {text}", file=sys.stderr, flush=True)
+
+    def key(self, fn: Any, args: tuple[Any, ...], options: dict[str, Any]) -> Hashable:
+        from ._forward import config_to_send
+
+        config, _ = config_to_send()
+        env = tuple(
+            os.environ.get(v, "")
+            for v in ("XLA_FLAGS", "LIBTPU_INIT_ARGS", "XLA_PYTHON_CLIENT_MEM_FRACTION")
+        )
+        if self.target is not None:
+            where: Hashable = self.target
+        else:
+            import jax
+
+            where = ("here", jax.default_backend(), tuple(str(d) for d in jax.devices()))
+        return (_fn_key(fn), args_key(args), where, _freeze(options), _freeze(config), env)
+
+    def measure(
+        self,
+        args: tuple[Any, ...],
+        *,
+        n: int | None,
+        label: str,
+        fn: Callable[..., Any] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> FitPoint:
+        """The point of one compile of ``fn`` (the session's unless given)
+        with ``args`` and ``options`` (the session's unless given)."""
+        fn = self.fn if fn is None else fn
+        options = self.options if options is None else options
+        key = self.key(fn, args, options) if self.cache is not None else None
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.cache_hits += 1
+                if cached.budget_spec != _freeze(self.budget) or cached.fits is None:
+                    # Compiled before, compared with another budget: compared again.
+                    cached = replace(self._decide(cached), budget_spec=_freeze(self.budget))
+                self._take_budget(cached)
+                self.say(f"{label}: {self._words(cached)} (compiled before: from the cache)")
+                return replace(cached, n=n, label=label, cached=True)
+        self.compiles += 1
+        self.say(f"{label}: compiling {self.name} for {self.where} (compile {self.compiles})...")
+        started = time.monotonic()
+        point = self._compile(fn, args, options, n=n, label=label)
+        seconds = time.monotonic() - started
+        point = replace(point, compile_seconds=seconds, budget_spec=_freeze(self.budget))
+        self.compile_seconds += seconds
+        self._take_budget(point)
+        self.say(f"{label}: {self._words(point)} ({seconds:.0f} s)")
+        if self.cache is not None:
+            self.cache.put(key, point)
+        return point
+
+    def _take_budget(self, point: FitPoint) -> None:
+        if self.budget_bytes is None and point.budget_bytes is not None:
+            self.budget_bytes = point.budget_bytes
+            self.budget_from = self._budget_words(point)
+
+    def _budget_words(self, point: FitPoint) -> str:
+        if self.budget is not None:
+            return "the budget given"
+        if self.target is not None:
+            return self.target.share
+        from . import _gate
+
+        _, why = _gate.device_budget(point.compiled)
+        return why
+
+    def _words(self, point: FitPoint) -> str:
+        if point.refused:
+            return f"does not fit: {point.shown}"
+        budget = f" of {gib(point.budget_bytes)}" if point.budget_bytes is not None else ""
+        decision = {True: "fits", False: "does not fit", None: "compiled"}[point.fits]
+        return f"{decision}: needs {point.shown}{budget}"
+
+    def _compile(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], options: dict[str, Any], **name: Any
+    ) -> FitPoint:
+        from . import OutOfBudget
+
+        if self.target is not None:
+            from ._deviceless import BackendNotInstalled, compile_for
+            from ._signature import SignatureMismatch
+
+            try:
+                compiled = compile_for(fn, *args, target=self.target, progress=False, **options)
+            except OutOfBudget as e:
+                if e.verdict is None:
+                    raise
+                return self._refused(e, **name)
+            except (BackendNotInstalled, SignatureMismatch):
+                raise
+            except HlomemError as e:
+                raise HlomemError(
+                    f"{self.caller}: the compile of {self.name} at {name['label']} for "
+                    f"{self.target.name} failed, not for memory:\n{e}",
+                    e.returncode,
+                ) from e
+        else:
+            import jax
+
+            from ._deviceless import _is_out_of_memory
+
+            lowered = jax.jit(fn, **options).lower(*args)  # the caller's errors are theirs
+            try:
+                compiled = lowered.compile()
+            except Exception as e:  # a compiler's error, in its own words
+                if _is_out_of_memory(str(e)):
+                    return FitPoint(
+                        refused=True,
+                        fits=False,
+                        needed_bytes=None,
+                        budget_bytes=self.budget_bytes,
+                        message=str(e),
+                        **name,
+                    )
+                raise HlomemError(
+                    f"{self.caller}: the compile of {self.name} at {name['label']} failed, not "
+                    f"for memory; the compiler said:\n{e}"
+                ) from e
+        return self._read(compiled, **name)
+
+    def _refused(self, error: Any, **name: Any) -> FitPoint:
+        verdict = error.verdict
+        report = error.report
+        said = str(error).rsplit("The compiler said: ", 1)
+        return FitPoint(
+            fits=False,
+            needed_bytes=None,
+            budget_bytes=self._budget_bytes_of_target(),
+            refused=True,
+            at_least_bytes=verdict.deciding_bytes,
+            peak=_peak(report),
+            message=said[1].strip() if len(said) == 2 else str(error),
+            report=report,
+            refusal=error,
+            **name,
+        )
+
+    def _budget_bytes_of_target(self) -> int | None:
+        if self.budget_bytes is not None:
+            return self.budget_bytes
+        if self.budget is None and self.target is not None:
+            return self.target.usable_bytes
+        return None
+
+    def _read(self, compiled: Any, **name: Any) -> FitPoint:
+        from . import analyze
+        from ._deviceless import DevicelessCompiled
+
+        report = analyze(compiled)
+        memory = report.memory
+        xla = None
+        if isinstance(compiled, DevicelessCompiled) and compiled.xla_totals is not None:
+            xla = compiled.xla_totals.device_bytes
+        try:
+            ma = compiled.memory_analysis()
+            analysis: dict[str, int] | None = {f: int(getattr(ma, f)) for f in _MEMORY_FIELDS}
+        except Exception:  # noqa: BLE001 -- a compile that did not finish has none
+            analysis = None
+        point = FitPoint(
+            fits=None,
+            needed_bytes=max(memory.device_bytes, xla or 0),
+            budget_bytes=None,
+            hlomem_bytes=memory.device_bytes,
+            xla_bytes=xla,
+            argument_bytes=memory.argument_bytes,
+            output_bytes=memory.output_bytes,
+            alias_bytes=memory.alias_bytes,
+            temp_bytes=memory.temp_bytes,
+            total_bytes=memory.total_bytes,
+            live_peak_bytes=memory.live_peak_bytes,
+            by_space={s.name: s.bytes for s in memory.by_space},
+            memory_analysis=analysis,
+            peak=_peak(report),
+            findings=tuple(dict.fromkeys(f.code for f in report.findings)),
+            message=getattr(compiled, "unfinished", None),
+            compiled=compiled,
+            report=report,
+            **name,
+        )
+        return self._decide(point)
+
+    def _decide(self, point: FitPoint) -> FitPoint:
+        """``point`` with the budget and the decision: ``assert_fits``'s,
+        which it is asked for, and XLA's figure within the budget too."""
+        from . import OutOfBudget, assert_fits
+
+        if point.refused:
+            return replace(point, fits=False, budget_bytes=self._budget_bytes_of_target())
+        try:
+            check = assert_fits(point.compiled, budget=self.budget, fail_on=())
+        except OutOfBudget as e:
+            check = e.result
+        except ValueError:
+            if self.need_budget:
+                raise ValueError(
+                    f"{self.caller} needs a budget for {self.name} compiled in this process "
+                    f"on {self.where}: JAX knows no memory limit of its devices. Give one "
+                    'device\'s memory, budget="16GiB" (or bytes), or a target '
+                    '(target="tpu-v5e:2x2", "h100": compiled here, no device needed)'
+                ) from None
+            return replace(point, fits=None, budget_bytes=None)
+        module = check.modules[0] if check.modules else None
+        hlomem_bytes = module.bytes if module is not None else point.hlomem_bytes
+        assert hlomem_bytes is not None
+        needed = max(hlomem_bytes, point.xla_bytes or 0)
+        budget_bytes = check.budget_bytes
+        fits = None if budget_bytes is None else bool(check.passed) and needed <= budget_bytes
+        return replace(
+            point,
+            fits=fits,
+            needed_bytes=needed,
+            hlomem_bytes=hlomem_bytes,
+            budget_bytes=budget_bytes,
+            exact=bool(module.exact) if module is not None else True,
+        )
+
+
+def _peak(report: Any) -> tuple[tuple[str, int], ...]:
+    """The groups that hold the live peak, by source line, as
+    ``assert_fits``'s message names them."""
+    if report is None:
+        return ()
+    from . import _gate
+
+    groups = (report.to_json().get("peak") or {}).get("by_source") or []
+    return tuple((_gate.place(g), int(g.get("bytes", 0))) for g in groups[:PEAK_GROUPS])
