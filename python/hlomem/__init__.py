@@ -56,6 +56,7 @@ from ._model import (
     SpaceBytes,
 )
 from ._signature import SignatureMismatch
+from ._devices import chip_options
 from ._targets import GPU_TARGETS, TARGET_NAMES, Target, TargetArg, gpu_target
 from ._variants import Variant, VariantComparison, compare_variants
 from ._verdict import CompiledProgram, ProgramArray, Verdict
@@ -189,10 +190,13 @@ def _source(x: Input) -> tuple[Source, bool]:
     as_text = getattr(x, "as_text", None)
     if callable(as_text):
         text = as_text()
+        # The chip, which the text does not name: a compile_for program's
+        # target, else the compiled object's devices.
+        chip = x.target.hlomem_options if isinstance(x, DevicelessCompiled) else chip_options(x)
         if isinstance(text, bytes):
-            return Source("-", text), False
+            return Source("-", text, chip), False
         if isinstance(text, str):
-            return Source("-", text.encode("utf-8")), False
+            return Source("-", text.encode("utf-8"), chip), False
         raise TypeError(
             f"{type(x).__name__}.as_text() returned {type(text).__name__}, not HLO text"
         )
@@ -239,8 +243,6 @@ def analyze(x: Input) -> Report | list[Report]:
     ``lowered.as_text()`` is StableHLO; pass ``lowered.compile()``).
     """
     source, is_folder = _source(x)
-    if isinstance(x, DevicelessCompiled):
-        source = Source(source.arg, source.stdin, x.target.hlomem_options)
     process = run(["analyze", source.arg, *source.options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 2):
         raise failure(process)
@@ -332,9 +334,7 @@ def assert_fits(
                 'device this machine lacks with hlomem.compile_for(f, *args, target="h100"), '
                 "whose budget is the target's; fail_on=[...] alone checks findings only"
             )
-    options: list[str] = []
-    if isinstance(x, DevicelessCompiled):
-        options += x.target.hlomem_options
+    options: list[str] = list(source.options)  # the chip, when known
     analyze_options = list(options)
     if budget is not None:
         options += ["--budget", _budget_arg(budget)]

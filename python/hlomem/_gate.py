@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._devices import devices_of
 from ._model import CheckedModule, CheckResult, Report
 
 __all__ = ["device_budget", "failure_message", "human_bytes", "place"]
@@ -132,34 +133,6 @@ def failure_message(
     return "\n".join(lines)
 
 
-def _devices(compiled: Any) -> list[Any]:
-    """The devices a ``jax.stages.Compiled`` runs on, from its shardings
-    (or its executable's devices when it has no arguments or outputs)."""
-    found: dict[Any, None] = {}
-    for attribute in ("input_shardings", "output_shardings"):
-        try:
-            shardings = getattr(compiled, attribute)
-        except Exception:  # not a jax Compiled, or one that cannot say
-            continue
-        stack = [shardings]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, (list, tuple)):
-                stack.extend(item)
-            elif isinstance(item, dict):
-                stack.extend(item.values())
-            else:
-                for device in getattr(item, "device_set", ()) or ():
-                    found[device] = None
-    if not found:
-        try:
-            for device in compiled.runtime_executable().local_devices():
-                found[device] = None
-        except Exception:
-            pass
-    return list(found)
-
-
 def device_budget(x: Any) -> tuple[int | None, str]:
     """The memory limit JAX knows for the devices ``x`` (a
     ``jax.stages.Compiled``) runs on: the smallest
@@ -169,7 +142,7 @@ def device_budget(x: Any) -> tuple[int | None, str]:
     __tracebackhide__ = True
     if not hasattr(x, "as_text") or not hasattr(x, "input_shardings"):
         return None, "hlomem was given HLO text or a file, which names no device"
-    devices = _devices(x)
+    devices = devices_of(x)
     if not devices:
         return None, "JAX does not say which devices this program runs on"
     limits: list[tuple[int, Any]] = []

@@ -120,6 +120,61 @@ def test_tpu_v5e_mlp_step_equals_a_direct_compile(tmp_path: Path) -> None:
     assert caught.value.verdict is None  # a budget of one's own: no target verdict
 
 
+# A program jitted by hand for a v6e device (not through compile_for): the
+# text does not name the chip, the compiled object's devices do. Its two
+# outputs make a tuple table, 32 bytes on v6e and 512 on v5e, which hlomem
+# would assume without the chip.
+_OWN_JIT = """
+import json, os, sys
+from pathlib import Path
+import jax, jax.numpy as jnp
+from jax.experimental import topologies
+from jax.sharding import SingleDeviceSharding
+import hlomem
+from hlomem._xla_dump import read_dump
+device = topologies.get_topology_desc(topology_name="v6e:2x2", platform="tpu").devices[0]
+at = SingleDeviceSharding(device)
+compiled = jax.jit(lambda a: (a + 1, a * 2), in_shardings=at, out_shardings=at).lower(
+    jax.ShapeDtypeStruct((128, 128), jnp.float32)
+).compile()
+xla = compiled.memory_analysis()
+dumped = read_dump(Path(os.environ["DUMP"]))
+report = hlomem.analyze(compiled)
+check = hlomem.assert_fits(compiled, budget="1GiB")
+print(json.dumps({
+    "kind": device.device_kind,
+    "xla": [xla.argument_size_in_bytes, xla.output_size_in_bytes, dumped.xla.device_bytes],
+    "ours": [report.memory.argument_bytes, report.memory.output_bytes, report.memory.device_bytes],
+    "target": {k: report["target"][k] for k in ("tpu_version", "chip_source")},
+    "exact": report.memory.total_exact,
+    "check_exact": check.modules[0].exact,
+}))
+"""
+
+
+@needs_tpu
+def test_a_tpu_compile_of_ones_own_tells_hlomem_its_chip(tmp_path: Path) -> None:
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        TPU_SKIP_MDS_QUERY="1",
+        ALLOW_MULTIPLE_LIBTPU_LOAD="1",
+        DUMP=str(tmp_path),
+        XLA_FLAGS=f"--xla_dump_to={tmp_path} --xla_dump_hlo_as_text",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _OWN_JIT], env=env, capture_output=True, check=True
+    ).stdout
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    assert result["kind"] == "TPU v6 lite"
+    assert result["target"]["tpu_version"] == "v6e"
+    assert result["target"]["chip_source"] != "assumed"
+    # XLA's arguments and outputs (the outputs' 32-byte tuple table included)
+    # and its buffer assignment's HBM total.
+    assert result["ours"] == result["xla"]
+    assert result["exact"] and result["check_exact"]
+
+
 @needs_tpu
 def test_tpu_refusal_is_out_of_budget_with_the_dumped_module(tmp_path: Path) -> None:
     with pytest.raises(hlomem.OutOfBudget) as caught:

@@ -1,0 +1,63 @@
+"""What a ``jax.stages.Compiled`` knows of the devices it was compiled for,
+which its HLO text does not say: the devices themselves (for their memory
+limit, :func:`hlomem.assert_fits`'s default budget) and the TPU chip (which
+sizes tuple tables: 512 bytes on v5e, 32 on v6e and v5p).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["chip_options", "devices_of"]
+
+#: JAX's ``device_kind`` of the TPU generations hlomem tells apart (what
+#: ``jax.devices()[0].device_kind`` says on the chip, and what libtpu's
+#: deviceless topologies say), and the ``--tpu`` value of each.
+_DEVICE_KINDS: dict[str, str] = {
+    "TPU v4": "v4",
+    "TPU v5 lite": "v5e",
+    "TPU v5e": "v5e",
+    "TPU v5": "v5p",
+    "TPU v5p": "v5p",
+    "TPU v6 lite": "v6e",
+    "TPU v6e": "v6e",
+}
+
+
+def devices_of(compiled: Any) -> list[Any]:
+    """The devices a ``jax.stages.Compiled`` runs on, from its shardings
+    (or its executable's devices when it has no arguments or outputs)."""
+    found: dict[Any, None] = {}
+    for attribute in ("input_shardings", "output_shardings"):
+        try:
+            shardings = getattr(compiled, attribute)
+        except Exception:  # not a jax Compiled, or one that cannot say
+            continue
+        stack = [shardings]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (list, tuple)):
+                stack.extend(item)
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+            else:
+                for device in getattr(item, "device_set", ()) or ():
+                    found[device] = None
+    if not found:
+        try:
+            for device in compiled.runtime_executable().local_devices():
+                found[device] = None
+        except Exception:
+            pass
+    return list(found)
+
+
+def chip_options(compiled: Any) -> tuple[str, ...]:
+    """What tells the ``hlomem`` command the TPU chip ``compiled`` was
+    compiled for (``--tpu v6e``), from its devices' ``device_kind``. Empty
+    when it is not a TPU program, or its chip is not one hlomem tells apart:
+    hlomem then assumes one and marks what depends on it "about"."""
+    chips = {_DEVICE_KINDS.get(getattr(d, "device_kind", "")) for d in devices_of(compiled)}
+    if len(chips) == 1 and None not in chips:
+        return ("--tpu", str(chips.pop()))
+    return ()
