@@ -478,7 +478,7 @@ def after_optimizations_infix(dump_dir, prefix):
 
 def accel_child(case):
     description, backend, topology, program = ACCEL_CASES[case]
-    x64 = CASES[program][1]
+    x64 = program_x64(program)
     flags = os.environ.get("XLA_FLAGS", "")
     dump_dir = SAMPLES_DIR / case / "dump"
     assert f"--xla_dump_to={dump_dir}" in flags, "run without --child; XLA_FLAGS is set by the parent"
@@ -501,7 +501,7 @@ def accel_child(case):
             platform="cuda", topology_name="", target_config=H100_CONFIG.read_text(),
             topology=topology).devices
 
-    label, fn, args, donate = build_case(program, jax, jnp, lax)
+    label, fn, args, donate = accel_builder(program)(program, jax, jnp, lax)
     on_device = SingleDeviceSharding(devices[0])
     args = jax.tree_util.tree_map(
         lambda s: jax.ShapeDtypeStruct(s.shape, s.dtype, sharding=on_device), args)
@@ -896,6 +896,38 @@ _builder_of_cpu_cases = builder_of
 def builder_of(case):  # noqa: F811 (extends the one above without moving its lines)
     """The function that builds `case`'s program."""
     return build_flax_case if case in FLAX_CASES else _builder_of_cpu_cases(case)
+
+
+
+# Programs compiled only for an accelerator, after every CPU program so that
+# no CPU sample's recorded source line moves.
+def build_sort_step(case, jax, jnp, lax):
+    """top_k, sort and argsort of a computed f32[4096,1000]: on GPU each sort
+    is a kCustom fusion whose output {0} takes its key operand's buffer
+    (XLA's GPU alias info: a sort root sorts in place)."""
+    def sort_step(x, w):
+        h = jnp.tanh(x @ w)
+        v, i = lax.top_k(h, 8)
+        s = jnp.sort(h * 2.0, -1)
+        return v.sum() + s[:, :4].sum(), i, jnp.argsort(h[:, 0])
+
+    S = jax.ShapeDtypeStruct
+    return "sort_step", sort_step, (S((4096, 512), jnp.float32), S((512, 1000), jnp.float32)), ()
+
+
+ACCEL_PROGRAMS = {"sort_step": build_sort_step}
+ACCEL_CASES["gpu_sort_step"] = (
+    "sort_step compiled for an H100 (deviceless): top_k, sort and argsort of a computed "
+    "f32[4096,1000], each sort a fusion that sorts in its operand's buffer", "gpu", "1x1x4",
+    "sort_step")
+
+
+def program_x64(program):
+    return False if program in ACCEL_PROGRAMS else CASES[program][1]
+
+
+def accel_builder(program):
+    return ACCEL_PROGRAMS.get(program, build_case)
 
 
 if __name__ == "__main__":

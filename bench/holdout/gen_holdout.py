@@ -210,6 +210,15 @@ def programs():
             return jnp.sort(x, -1), v, i, jnp.argsort(y[:, 0]), lax.sort((y[:, 1], y[:, 0]), num_keys=1)
         return f, (S((512, 4096)), S((8192, 2)))
 
+    @prog("sort_step", note="top_k, sort and argsort of a computed f32[4096,1000] (the sorts' operands are temporaries)")
+    def _():
+        def f(x, w):
+            h = jnp.tanh(x @ w)
+            v, i = lax.top_k(h, 8)
+            s = jnp.sort(h * 2.0, -1)
+            return v.sum() + s[:, :4].sum(), i, jnp.argsort(h[:, 0])
+        return f, (S((4096, 512)), S((512, 1000)))
+
     # --- 10. cumsum / reduce_window ------------------------------------------------------
     @prog("cumsum_reduce_window", note="cumsum, cummax, 3x3/2 max pool, 2x2 avg pool")
     def _():

@@ -66,8 +66,8 @@ fn has_nonzero_beta(config: &str) -> bool {
 }
 
 /// `FusionCanShareBufferHint`: the fused parameter reaches the output only
-/// through elementwise ops and bitcasts (or an in-place dynamic-update-slice),
-/// so every element is read before it is overwritten.
+/// through elementwise ops and bitcasts (or an in-place dynamic-update-slice,
+/// scatter or sort root), so every element is read before it is overwritten.
 fn fusion_may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[u64]) -> bool {
     let user_instr = module.instr(user);
     let (Some(operand_shape), Some(user_shape)) = (
@@ -135,6 +135,17 @@ fn fusion_may_alias(module: &Module, operand: InstrId, user: InstrId, output: &[
                 && slot < scatter_inputs(module, u)
                 && u_instr.operands.iter().filter(|&&o| o == current).count() == 1
             {
+                continue;
+            }
+            // A sort root sorts in place: the output of the operand's own
+            // index may take its buffer (when the operand is read once).
+            if u == non_bitcast_root
+                && u_instr.opcode == Opcode::Sort
+                && u_instr.operands.iter().filter(|&&o| o == current).count() == 1
+            {
+                if output != [slot as u64] {
+                    return false;
+                }
                 continue;
             }
             let root_instr = module.instr(non_bitcast_root);
