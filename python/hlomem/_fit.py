@@ -13,8 +13,10 @@ exactly: fusion, layouts and rematerialization change the slope. So:
    (the search ends when a value that fits sits next to one that does
    not, or that the compiler refused, both compiled);
 4. each new point draws a better line (back to 2); when three compiles in
-   a row have not halved the values still open, one bisection follows, so
-   the search ends within a few times the compiles of a bisection.
+   a row have not halved the values still open, or the line puts within
+   the budget a value known not to fit (a refused compile has no figure to
+   draw a line through), a bisection follows, so the search ends within a
+   few times the compiles of a bisection.
 
 On a smooth curve that is four compiles: two to predict, two to check.
 
@@ -133,6 +135,10 @@ class LargestFit:
     def summary(self) -> str:
         """The answer, the search's cost, and the notes."""
         lines = [self.headline]
+        if any(p.dumped for p in self.points):
+            lines.append(f"  read from {len(self.points)} dump folders: no compile")
+            lines += [f"  note: {note}" for note in self.notes]
+            return "\n".join(lines)
         lines.append(
             f"  {self.compiles} compile{'s' * (self.compiles != 1)} in "
             f"{self.compile_seconds:.0f} s"
@@ -322,6 +328,11 @@ class _Search:
         stale, mark = 0, self._open_width()
         while not self._done():
             guess = None if stale >= 3 else self._predict()
+            if guess is not None and self.hi is not None and guess >= self.hi:
+                # The line puts within the budget a value that does not fit
+                # (the compiler refused it: no figure to draw a line with).
+                self.log(f"the line is wrong there: n={grid[self.hi]} does not fit")
+                guess = None
             if guess is None:
                 i = self._midpoint()
                 self.log(

@@ -104,6 +104,8 @@ class FitPoint:
     compile_seconds: float = 0.0
     #: Taken from the compile cache (no compile was made for it this time).
     cached: bool = False
+    #: Read from a dump folder (:func:`hlomem.curve.curve_from_dumps`), not compiled here.
+    dumped: bool = False
     #: Refused: the compiler's message; a compile that did not finish: its error.
     message: str | None = None
     #: The compiled program (a ``jax.stages.Compiled`` or a

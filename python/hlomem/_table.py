@@ -66,7 +66,7 @@ def curve_table(fit: LargestFit) -> str:
             ]
             row += [_size(p.by_space.get(s)) for s in spaces]
             row += [_size(p.xla_bytes)] if has_xla else []
-        row.append("cache" if p.cached else f"{p.compile_seconds:.1f} s")
+        row.append("dump" if p.dumped else "cache" if p.cached else f"{p.compile_seconds:.1f} s")
         mark = ""
         if p.n == fit.value:
             mark = "<- largest fit"

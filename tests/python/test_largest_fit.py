@@ -10,8 +10,10 @@ test_largest_fit_targets.py.
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ import pytest
 import hlomem
 import mlp
 
+HERE = Path(__file__).resolve().parent
 MIB = 1 << 20
 F32 = jnp.float32
 GRID = range(16, 1025, 16)
@@ -373,3 +376,54 @@ def test_compare_variants_replaces_the_function_or_the_arguments() -> None:
     assert comparison["bf16 params"].point.argument_bytes < comparison["as is"].point.argument_bytes
     assert comparison["donated twin"].own_fn and comparison["donated twin"].point.alias_bytes > 0
     assert "fits" not in comparison.table().splitlines()[1]
+
+
+DUMP_SIZES = (64, 256, 512, 768, 1024)
+
+
+@pytest.fixture(scope="module")
+def mlp_dumps(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """XLA's dump of the MLP step at each of DUMP_SIZES, one folder each
+    (a child process per size: XLA reads XLA_FLAGS once)."""
+    folders = {}
+    for n in DUMP_SIZES:
+        folder = tmp_path_factory.mktemp(f"dump{n}")
+        code = (
+            "import jax, test_largest_fit as t, mlp; "
+            f"jax.jit(mlp.step).lower(*t.mlp_args({n})).compile()"
+        )
+        env = dict(os.environ, XLA_FLAGS=f"--xla_dump_to={folder} --xla_dump_hlo_as_text")
+        env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=HERE)
+        folders[n] = folder
+    return folders
+
+
+def test_the_curve_from_dump_folders(
+    mlp_dumps: dict[int, Path], mlp_curve: dict[int, dict[str, Any]], tmp_path: Path
+) -> None:
+    from hlomem.curve import curve_from_dumps
+
+    fit = curve_from_dumps(mlp_dumps, budget="12MiB")
+    assert (fit.value, fit.next_value) == (512, 768)
+    assert fit.compiles == 0 and [p.n for p in fit.points] == list(DUMP_SIZES)
+    for point in fit.points:
+        assert point.needed_bytes == mlp_curve[point.n]["needed"]
+        assert point.xla_bytes == point.needed_bytes  # XLA's "Total bytes used", from the dump
+        assert point.temp_bytes == mlp_curve[point.n]["temp"]
+    assert "read from 5 dump folders: no compile" in str(fit)
+    # The command line: the table, and the chart written out.
+    svg = tmp_path / "curve.svg"
+    argv = [sys.executable, "-m", "hlomem.curve", "--budget", "12MiB", "--svg", str(svg)]
+    argv += [f"{n}={folder}" for n, folder in mlp_dumps.items()]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        "jit_step on this device: largest fit n=512 of 12.00 MiB (the budget given)"
+    )
+    assert "<- next: does not fit" in done.stdout
+    ET.fromstring(svg.read_text())
+    with pytest.raises(SystemExit):
+        from hlomem.curve import main
+
+        main(["--budget", "12MiB", "not-a-pair"])
