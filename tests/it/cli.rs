@@ -157,7 +157,7 @@ fn verify_reports_a_disagreement_and_exits_1() {
     .unwrap();
     std::fs::write(
         dir.join(format!("{stem}-buffer-assignment-values.txt")),
-        "\nTotal bytes used: 12345 (12.1KiB)\n",
+        "\nTotal bytes used: 12345 (12.1KiB)\n\nUsed values:\n",
     )
     .unwrap();
     let out = hlomem()

@@ -15,6 +15,7 @@ mod oom_catalog;
 mod parse;
 mod python;
 mod refusals;
+mod report_layouts;
 mod samples;
 mod schema;
 mod stdin;

@@ -152,14 +152,32 @@ fn a_module_without_reports_does_not_pass() {
     assert!(stderr.contains("no XLA report"), "{stderr}");
 }
 
-/// One module of a dump folder with XLA's three reports beside it.
+/// One module of a dump folder with XLA's reports beside it.
 struct Dump {
     hlo: PathBuf,
-    /// `-buffer-assignment`, `-buffer-assignment-values`, `-live-range`.
+    /// `-buffer-assignment`, `-buffer-assignment-values`, `-live-range`; in
+    /// the one-file layout all is in the first, the others are empty.
     reports: [String; 3],
 }
 
-/// The after-optimizations modules under `dumps` that have all three reports.
+impl Dump {
+    /// The same reports in the one-file layout, as XLA before jax 0.10.2
+    /// wrote them: the three files one after another.
+    fn joined(&self) -> Dump {
+        let [ba, values, lr] = &self.reports;
+        Dump {
+            hlo: self.hlo.clone(),
+            reports: [
+                format!("{ba}{values}\n\n{lr}"),
+                String::new(),
+                String::new(),
+            ],
+        }
+    }
+}
+
+/// The after-optimizations modules under `dumps` that have all three reports,
+/// or one report of the one-file layout.
 fn dumps_under(dumps: &[PathBuf]) -> Vec<Dump> {
     let mut out = Vec::new();
     for dir in dumps {
@@ -177,16 +195,21 @@ fn dumps_under(dumps: &[PathBuf]) -> Vec<Dump> {
                 std::fs::read_to_string(dir.join(format!("{stem}after_optimizations-{kind}.txt")))
                     .ok()
             };
-            if let (Some(a), Some(b), Some(c)) = (
+            let reports = match (
                 read("buffer-assignment"),
                 read("buffer-assignment-values"),
                 read("live-range"),
             ) {
-                out.push(Dump {
-                    hlo: hlo.clone(),
-                    reports: [a, b, c],
-                });
-            }
+                (Some(a), Some(b), Some(c)) => [a, b, c],
+                (Some(a), None, None) if a.contains("\nUsed values:") => {
+                    [a, String::new(), String::new()]
+                }
+                _ => continue,
+            };
+            out.push(Dump {
+                hlo: hlo.clone(),
+                reports,
+            });
         }
     }
     out
@@ -266,7 +289,10 @@ fn set_size_offset(line: &str, size: u64, offset: u64) -> String {
 /// `None` when the dump has nothing to change that way.
 fn mutate(reports: &[String; 3], kind: usize, rng: &mut Rng) -> Option<[String; 3]> {
     let mut out = reports.clone();
-    let [ba, values, lr] = reports;
+    let ba = &reports[0];
+    // The file holding a part: its own in the split layout, the first in the
+    // one-file layout.
+    let holding = |needle: &str| reports.iter().position(|t| t.contains(needle));
     let values_lines = lines_where(ba, |l| l.starts_with(" value: <"));
     let ba_lines: Vec<&str> = ba.lines().collect();
     match kind {
@@ -307,6 +333,8 @@ fn mutate(reports: &[String; 3], kind: usize, rng: &mut Rng) -> Option<[String; 
             out[0] = with_line(ba, at, Some(new));
         }
         3 => {
+            let file = holding("InstructionSequence:")?;
+            let lr = &reports[file];
             let sequence = lines_where(lr, |l| {
                 l.starts_with("    ")
                     && l.trim()
@@ -324,18 +352,20 @@ fn mutate(reports: &[String; 3], kind: usize, rng: &mut Rng) -> Option<[String; 
                 a,
                 Some(format!("{}:{}", number(lines[a]), name(lines[b]))),
             );
-            out[2] = with_line(
+            out[file] = with_line(
                 &swapped,
                 b,
                 Some(format!("{}:{}", number(lines[b]), name(lines[a]))),
             );
         }
         4 => {
+            let file = holding("BufferLiveRange:")?;
+            let lr = &reports[file];
             let ranges = lines_where(lr, |l| {
                 l.starts_with("    ") && l.contains("}:") && !l.contains("bytes")
             });
             let at = *ranges.get(rng.below(ranges.len()))?;
-            out[2] = with_line(lr, at, None);
+            out[file] = with_line(lr, at, None);
         }
         5 => {
             let from = *values_lines.get(rng.below(values_lines.len()))?;
@@ -350,11 +380,13 @@ fn mutate(reports: &[String; 3], kind: usize, rng: &mut Rng) -> Option<[String; 
             out[0] = lines.join("\n") + "\n";
         }
         6 => {
+            let file = holding("\nTotal bytes used: ")?;
+            let values = &reports[file];
             let at = *lines_where(values, |l| l.starts_with("Total bytes used: ")).first()?;
             let line = values.lines().nth(at)?;
             let total: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
             let new = [total + 1, total.saturating_sub(512), total * 2][rng.below(3)];
-            out[1] = with_line(
+            out[file] = with_line(
                 values,
                 at,
                 Some(line.replacen(&total.to_string(), &new.to_string(), 1)),
@@ -371,7 +403,8 @@ fn mutate(reports: &[String; 3], kind: usize, rng: &mut Rng) -> Option<[String; 
                 "}",
                 "<1 @0>",
             ];
-            let file = rng.below(3);
+            let files: Vec<usize> = (0..3).filter(|&f| !reports[f].is_empty()).collect();
+            let file = files[rng.below(files.len())];
             let text = &reports[file];
             let lines: Vec<&str> = text.lines().collect();
             let at = 1 + rng.below(lines.len().saturating_sub(1));
@@ -498,6 +531,62 @@ fn mutated_sample_reports_are_rejected() {
     );
 }
 
+/// The same, with each sample's three reports joined into one file, the
+/// layout XLA wrote before jax 0.10.2.
+#[test]
+fn mutated_one_file_reports_are_rejected() {
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(samples)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("dump"))
+        .collect();
+    folders.sort();
+    let dumps: Vec<Dump> = dumps_under(&folders).iter().map(Dump::joined).collect();
+    let counts = mutation_campaign(&dumps, 3);
+    assert!(
+        counts.iter().all(|(_, n)| *n > 0),
+        "a kind made no mutant: {counts:?}"
+    );
+}
+
+/// A dump whose one `-buffer-assignment.txt` holds all three parts: read
+/// (exit 0 when every number agrees), and refused at the line it breaks.
+#[test]
+fn one_file_reports_are_read() {
+    let join = |name: &str, edit: &dyn Fn(&str) -> String| {
+        let hlo = dump_with(name, "live-range", |t| t.to_string());
+        let dir = hlo.parent().unwrap();
+        let path = |kind: &str| dir.join(format!("{MODULE}-{kind}.txt"));
+        let read = |kind: &str| std::fs::read_to_string(path(kind)).unwrap();
+        let one = format!(
+            "{}{}\n\n{}",
+            read("buffer-assignment"),
+            read("buffer-assignment-values"),
+            read("live-range")
+        );
+        std::fs::write(path("buffer-assignment"), edit(&one)).unwrap();
+        std::fs::remove_file(path("buffer-assignment-values")).unwrap();
+        std::fs::remove_file(path("live-range")).unwrap();
+        hlo
+    };
+    let (code, stdout, stderr) = verify(&join("one-file", &|t| t.to_string()));
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert!(stdout.contains("numbers agree"), "{stdout}");
+    let broken = |t: &str| t.replacen("\n uses:\n", "\n uses:\ngarbage\n", 1);
+    let hlo = join("one-file-broken", &broken);
+    let text =
+        std::fs::read_to_string(hlo.with_file_name(format!("{MODULE}-buffer-assignment.txt")))
+            .unwrap();
+    let line = text.lines().position(|l| l == "garbage").unwrap() + 1;
+    let (code, stdout, stderr) = verify(&hlo);
+    assert_eq!(code, Some(2), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!("-buffer-assignment.txt:{line}:1")),
+        "{stderr}"
+    );
+}
+
 /// The same campaign over the shared corpus's real reports (CPU, GPU and TPU
 /// dumps): every mutant of every kind is rejected.
 #[test]
@@ -517,12 +606,41 @@ fn corpus_mutated_reports_are_rejected() {
             folders.push(case.path().join("dump"));
         }
     }
+    // The one-file reports of other XLA versions and front-ends, where
+    // every number of the intact reports agrees.
+    let mut one_file = Vec::new();
+    for under in [root.join("frontends"), root.join("versions")] {
+        for dir in std::fs::read_dir(&under).into_iter().flatten().flatten() {
+            one_file.push(dir.path().join("dump"));
+            for case in std::fs::read_dir(dir.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                one_file.push(case.path().join("dump"));
+            }
+        }
+    }
+    one_file.sort();
+    let one_file: Vec<Dump> = dumps_under(&one_file)
+        .into_iter()
+        .filter(|dump| {
+            let (module, model) = hlomem::pipeline::load_and_model(&dump.hlo, None, None).unwrap();
+            rejected(&module, &model, &dump.reports, "").is_err()
+        })
+        .collect();
+    assert!(
+        one_file.len() >= 25,
+        "{} one-file dumps that agree",
+        one_file.len()
+    );
     folders.sort();
-    let dumps = dumps_under(&folders);
+    let mut dumps = dumps_under(&folders);
     assert!(
         dumps.len() >= 100,
         "{} corpus dumps with reports",
         dumps.len()
     );
+    dumps.extend(one_file);
     mutation_campaign(&dumps, 4);
 }

@@ -2,7 +2,7 @@
 //! sequence, every value's live range (both ways: none missing, none extra),
 //! and the values live at XLA's peak moment with their sizes.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{list, value_name, Verification};
 use crate::analysis::dataflow::ValueId;
@@ -146,18 +146,29 @@ fn compare_peak(
     };
     v.checked += 1;
     let t = u32::try_from(t).unwrap_or(u32::MAX);
-    let theirs: BTreeSet<String> = lr
+    // Before 2025-05 XLA named a value at the peak by its instruction alone,
+    // once per live value: then values are compared by name, each name as
+    // many times as values of it are live.
+    let by_name = lr.peak_values.iter().any(|p| !p.indexed);
+    let key = |name: &str, index: &[u64]| {
+        if by_name {
+            name.to_string()
+        } else {
+            value_name(name, index)
+        }
+    };
+    let theirs: Vec<String> = lr
         .peak_values
         .iter()
-        .map(|p| value_name(&p.name, &p.index))
+        .map(|p| key(&p.name, &p.index))
         .collect();
-    let mine: BTreeSet<String> = ours
+    let mine: Vec<String> = ours
         .iter()
         .filter(|(_, id)| model.ranges[id.index()].is_some_and(|r| r.start <= t && t <= r.end))
-        .map(|((n, i), _)| value_name(n, i))
+        .map(|((n, i), _)| key(n, i))
         .collect();
-    let missing: Vec<String> = theirs.difference(&mine).cloned().collect();
-    let extra: Vec<String> = mine.difference(&theirs).cloned().collect();
+    let missing = not_in(&theirs, &mine);
+    let extra = not_in(&mine, &theirs);
     if !missing.is_empty() || !extra.is_empty() {
         v.disagree(
             format!("values live at XLA's peak moment {t}"),
@@ -197,4 +208,20 @@ fn compare_peak(
             total,
         );
     }
+}
+
+/// The names of `a` that `b` does not hold as many times, sorted, each as
+/// often as `a` has it more.
+fn not_in(a: &[String], b: &[String]) -> Vec<String> {
+    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+    for name in a {
+        *counts.entry(name).or_default() += 1;
+    }
+    for name in b {
+        *counts.entry(name).or_default() -= 1;
+    }
+    counts
+        .into_iter()
+        .flat_map(|(name, more)| std::iter::repeat_n(name.to_string(), more.max(0) as usize))
+        .collect()
 }
