@@ -49,27 +49,28 @@ class _Rendered(JsonObject):
     def __init__(self, data: dict[str, object], source: Source | None = None) -> None:
         super().__init__(data)
         self._source = source
-        self._texts: dict[str, str] = {}
+        self._texts: dict[tuple[str, ...], str] = {}
 
     #: The hlomem command that writes this document.
     _command: ClassVar[str] = ""
 
-    def _render(self, fmt: str) -> str:
+    def _render(self, fmt: str, options: tuple[str, ...] = ()) -> str:
         __tracebackhide__ = True  # pytest: a failing assert_fits shows its verdict, not this
-        if fmt not in self._texts:
+        key = (fmt, *options)
+        if key not in self._texts:
             source = self._source
             if source is None:
                 raise ValueError(
                     f"this {type(self).__name__} was not made by hlomem; it has no {fmt} form"
                 )
-            args = [self._command, source.arg, *source.options, "--format", fmt]
+            args = [self._command, source.arg, *source.options, *options, "--format", fmt]
             process = run(args, source.stdin)
             # `analyze` and `explain` exit 0; `check` exits 1 when it fails,
             # which is what it is asked to describe.
             if process.returncode not in (0, 1):
                 raise failure(process)
-            self._texts[fmt] = process.stdout.decode("utf-8", "replace")
-        return self._texts[fmt]
+            self._texts[key] = process.stdout.decode("utf-8", "replace")
+        return self._texts[key]
 
     def __str__(self) -> str:
         __tracebackhide__ = True
@@ -170,12 +171,26 @@ class Report(_Rendered):
 
     _command = "analyze"
 
-    def html(self) -> str:
-        """The self-contained HTML report (inline SVG, no network)."""
-        return self._render("html")
+    def html(self, budget: str | int | None = None) -> str:
+        """The self-contained HTML page (inline SVG, CSS and script, no
+        network). ``budget``, one device's memory (``"16GiB"``, or bytes as
+        an ``int``), is drawn as a line on the chart."""
+        __tracebackhide__ = True
+        if budget is None:
+            return self._render("html")
+        if isinstance(budget, bool) or not isinstance(budget, (str, int)):
+            raise TypeError(f"budget is a size like '16GiB' or a number of bytes, not {budget!r}")
+        # An int is bytes, said so (a bare number under 1 MiB reads as a slip for GiB).
+        return self._render(
+            "html", ("--budget", f"{budget}B" if isinstance(budget, int) else budget)
+        )
 
     def _repr_html_(self) -> str:
-        return self.html()
+        # Notebooks show a fragment: the page's body, one element holding
+        # the report with its own (scoped) style and script.
+        page = self.html()
+        start, end = page.find("<body>"), page.rfind("</body>")
+        return page[start + len("<body>") : end].strip() if 0 <= start < end else page
 
     def __repr__(self) -> str:
         codes = [f.code for f in self.findings]

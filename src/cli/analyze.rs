@@ -109,6 +109,8 @@ pub struct Extras {
     pub verify: bool,
     pub html: Option<PathBuf>,
     pub svg: Option<PathBuf>,
+    /// `--budget`: drawn on the charts.
+    pub budget: Option<String>,
 }
 
 /// Writes one rendering to a file: into a temporary file beside it, renamed
@@ -149,7 +151,21 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
         verify,
         html,
         svg,
+        budget,
     } = extras;
+    let budget = match budget.as_deref().map(hlomem::units::parse_size).transpose() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: --budget: {e}");
+            return EXIT_INPUT_ERROR;
+        }
+    };
+    if budget.is_some() && format != AnalyzeFormat::Html && html.is_none() && svg.is_none() {
+        eprintln!(
+            "warning: --budget is drawn on the HTML and SVG charts only (--format html, --html, --svg); \
+             `hlomem check --budget` fails a module over it"
+        );
+    }
     let report = match load(paths, selection, verify, term) {
         Ok(r) => r,
         Err(code) => return code,
@@ -162,20 +178,20 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
             top,
             verbose,
         };
-        if let Err(code) = write_out(|out| render::render(&report, format, options, out)) {
-            return code;
-        }
-    }
-    if let Some(path) = &html {
-        let options = RenderOptions::default();
-        if let Err(code) = write_file(path, |out| {
-            render::render(&report, AnalyzeFormat::Html, options, out)
+        if let Err(code) = write_out(|out| match format {
+            AnalyzeFormat::Html => render::render_html(&report, budget, out),
+            _ => render::render(&report, format, options, out),
         }) {
             return code;
         }
     }
+    if let Some(path) = &html {
+        if let Err(code) = write_file(path, |out| render::render_html(&report, budget, out)) {
+            return code;
+        }
+    }
     if let Some(path) = &svg {
-        if let Err(code) = write_file(path, |out| render::render_svg(&report, out)) {
+        if let Err(code) = write_file(path, |out| render::render_svg(&report, budget, out)) {
             return code;
         }
     }

@@ -103,6 +103,11 @@ enum Command {
         /// Also write the largest module's memory chart as an SVG to FILE.
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
+        /// One device's memory, drawn as a line on the HTML and SVG charts
+        /// (`16GiB`, `80GB`, bytes, as `check --budget` takes it; `check` fails a
+        /// module over it).
+        #[arg(long, value_name = "SIZE")]
+        budget: Option<String>,
     },
     /// Fail (exit 1) when a module needs more memory than a budget, or has findings
     /// that must not appear.
@@ -215,6 +220,7 @@ pub fn run() -> ExitCode {
             verify,
             html,
             svg,
+            budget,
         } => analyze::run(
             &paths,
             &selection,
@@ -225,6 +231,7 @@ pub fn run() -> ExitCode {
                 verify,
                 html,
                 svg,
+                budget,
             },
             term,
         ),

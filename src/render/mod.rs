@@ -1,6 +1,7 @@
 //! Renderers: a report in, text out. They compute nothing; every number they
 //! print is already in the report.
 
+mod chart;
 mod explain;
 mod gate;
 mod github;
@@ -71,12 +72,19 @@ pub enum ExplainFormat {
     Markdown,
 }
 
-/// The chart of the largest module as a standalone SVG (`--svg FILE`).
-pub fn render_svg(report: &Report, out: &mut dyn Write) -> io::Result<()> {
+/// The chart of the largest module as a standalone SVG (`--svg FILE`), with
+/// `budget` (one device's memory) drawn on it when given.
+pub fn render_svg(report: &Report, budget: Option<u64>, out: &mut dyn Write) -> io::Result<()> {
     match report.largest_first().first() {
-        Some(m) => writeln!(out, "{}", html::chart_svg(m, true)),
+        Some(m) => writeln!(out, "{}", chart::chart_svg(m, budget, true)),
         None => Ok(()),
     }
+}
+
+/// `analyze --format html` (and `--html FILE`), with `budget` (one device's
+/// memory) drawn on each chart when given.
+pub fn render_html(report: &Report, budget: Option<u64>, out: &mut dyn Write) -> io::Result<()> {
+    html::render(report, budget, out)
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +119,7 @@ pub fn render(
         AnalyzeFormat::Json => json::render(report, out),
         AnalyzeFormat::Markdown => markdown::render(report, options, out),
         AnalyzeFormat::Github => github::render(report, out),
-        AnalyzeFormat::Html => html::render(report, out),
+        AnalyzeFormat::Html => html::render(report, None, out),
     }
 }
 

@@ -155,10 +155,17 @@ def test_a_copy_your_code_causes_fails_the_default_gate() -> None:
 
 def test_repr_html_is_the_html_report(step_nodonate: Any) -> None:
     report = hlomem.analyze(step_nodonate)
+    page = report.html()
+    assert page.lstrip().lower().startswith("<!doctype html")
+    # A notebook gets the page's one element, its style and script inside.
     html = report._repr_html_()
-    assert html.lstrip().lower().startswith("<!doctype html")
+    assert html.startswith('<div class="hlomem-report hlomem">') and html.endswith("</div>")
+    assert "<style>" in html and "<script>" in html and "<body" not in html
     assert "<svg" in html
     assert "jit_step" in html
+    assert "budget-label" not in html
+    with_budget = report.html(budget="16GiB")
+    assert 'class="budget-label" x=' in with_budget and ">budget 16.00GiB" in with_budget
 
 
 def test_str_is_the_text_report(step_nodonate: Any) -> None:
