@@ -43,7 +43,9 @@ pub fn read_source(path: &Path) -> Result<SourceFile, Error> {
     decode(path, bytes)
 }
 
-/// Files this large are read in two halves at once.
+/// Files this large are read in two halves at once (on Unix, where a file
+/// can be read at an offset without moving a shared cursor).
+#[cfg(unix)]
 const SPLIT_READ_BYTES: u64 = 4 << 20;
 
 /// The file's bytes. Reading a big file is mostly the kernel's work, zeroing
