@@ -219,6 +219,22 @@ def programs():
             return v.sum() + s[:, :4].sum(), i, jnp.argsort(h[:, 0])
         return f, (S((4096, 512)), S((512, 1000)))
 
+    @prog("grad_accum_scan", donate=(0,),
+          note="gradients of an MLP accumulated over 8 microbatches in lax.scan, then SGD; on v5p its weights are split across VMEM (SC(0:256))")
+    def _():
+        def loss(p, x, y):
+            h = jnp.tanh(x @ p["w1"] + p["b1"])
+            return jnp.mean((h @ p["w2"] - y) ** 2)
+
+        def f(p, xs, ys):
+            def body(g, xy):
+                gi = jax.grad(loss)(p, *xy)
+                return jax.tree_util.tree_map(jnp.add, g, gi), None
+            g, _ = lax.scan(body, jax.tree_util.tree_map(jnp.zeros_like, p), (xs, ys))
+            return jax.tree_util.tree_map(lambda a, b: a - 0.01 * b, p, g)
+        return f, ({"w1": S((512, 1024)), "b1": S((1024,)), "w2": S((1024, 256))},
+                   S((8, 64, 512)), S((8, 64, 256)))
+
     # --- 10. cumsum / reduce_window ------------------------------------------------------
     @prog("cumsum_reduce_window", note="cumsum, cummax, 3x3/2 max pool, 2x2 avg pool")
     def _():

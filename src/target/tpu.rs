@@ -11,6 +11,9 @@
 //!   4096 bytes, `pred[]` 1024); in SMEM (`S(2)`) it takes its plain size.
 //! - A tuple's index table is 4 bytes an element, rounded up to a granule
 //!   that depends on the chip: 512 bytes on v4 and v5e, 32 on v5p and v6e.
+//! - A split array (`SC(0:256)`: dimension 0 split at index 256, seen in
+//!   v5p's VMEM, whose chip has two TensorCores) is sized as its largest
+//!   part: `f32[512,1024]{1,0:T(8,128)S(1)SC(0:256)}` takes 1 MiB, not 2.
 
 use serde::Serialize;
 
@@ -121,11 +124,15 @@ fn array_size(a: &ArrayShape) -> Option<u64> {
         Some(layout) => {
             // Dimensions in physical order, most major first; each tile level
             // tiles the minor dimensions of the level before.
+            let extent = |d: u64| {
+                let whole = a.dims.get(d as usize).map_or(1, |d| d.extent());
+                split_part(layout, d, whole)
+            };
             let mut dims: Vec<u64> = layout
                 .minor_to_major
                 .iter()
                 .rev()
-                .map(|&d| a.dims.get(d as usize).map_or(1, |d| d.extent()))
+                .map(|&d| extent(d))
                 .collect();
             for tile in &layout.tiles {
                 while dims.len() < tile.len() {
@@ -172,6 +179,33 @@ fn array_size(a: &ArrayShape) -> Option<u64> {
     data.checked_add(metadata)
 }
 
+/// The extent of dimension `dim` (of `whole` elements) in the largest part
+/// of a split layout (`SC(dim:i1,i2,...)`: parts `[0,i1)`, `[i1,i2)`, ...,
+/// `[ik,whole)`); `whole` when the layout does not split it.
+fn split_part(layout: &crate::hlo::Layout, dim: u64, whole: u64) -> u64 {
+    let split = layout.other_fields.iter().find_map(|f| {
+        let (d, indices) = f.strip_prefix("SC(")?.strip_suffix(')')?.split_once(':')?;
+        (d.trim().parse::<u64>().ok()? == dim).then_some(indices)
+    });
+    let Some(indices) = split else {
+        return whole;
+    };
+    let mut cuts: Vec<u64> = indices
+        .split(',')
+        .filter_map(|i| i.trim().parse::<u64>().ok())
+        .filter(|&i| i < whole)
+        .collect();
+    cuts.sort_unstable();
+    cuts.push(whole);
+    let mut start = 0;
+    let mut largest = 0;
+    for cut in cuts {
+        largest = largest.max(cut - start);
+        start = cut;
+    }
+    largest
+}
+
 /// Alignment of chunks in each memory space's temporary block.
 pub fn heap_alignment(color: u64) -> u64 {
     match color {
@@ -205,6 +239,27 @@ mod tests {
         )
         .expect("parses");
         (*module.instr(module.comp(module.entry).root).shape).clone()
+    }
+
+    #[test]
+    fn split_layouts_are_sized_as_their_largest_part() {
+        // libtpu 0.0.42.1's v5p report of a gradient-accumulation step
+        // (`copy-start.3{0}`, `multiply_subtract_fusion.1{}` in VMEM).
+        let v5p = TpuVersion::V5p;
+        assert_eq!(
+            buffer_size(&shape("f32[512,1024]{1,0:T(8,128)S(1)SC(0:256)}"), v5p),
+            1_048_576
+        );
+        assert_eq!(
+            buffer_size(&shape("f32[1024,256]{1,0:T(8,128)S(1)SC(0:512)}"), v5p),
+            524_288
+        );
+        // An uneven split: the larger part, rows 0..300 of 512, padded to
+        // whole (8, 128) tiles.
+        assert_eq!(
+            buffer_size(&shape("f32[512,128]{1,0:T(8,128)SC(0:300)}"), v5p),
+            304 * 128 * 4
+        );
     }
 
     #[test]
