@@ -63,6 +63,11 @@ pub enum Copied {
         /// Those of `readers` that need not run before the write: the reason
         /// copy insertion keeps the copy.
         blocking: Vec<String>,
+        /// Every read in `blocking` is the backward pass's (`transpose(` in
+        /// its `op_name`, or in the `op_name`s of the ops an XLA-made reader,
+        /// such as a layout copy, feeds): see [`Evidence::expected_in_training`].
+        #[serde(default)]
+        backward_only: bool,
     },
     /// The result is computed into a temporary and copied into the donated buffer.
     ResultCopiedIn { computed_by: InstrRef, copy: String },
@@ -94,21 +99,10 @@ impl Evidence {
     /// choice would be not donating, which keeps a whole second copy. Such a
     /// finding is `info`, and `--fail-on HM003` does not fail on it.
     pub fn expected_in_training(&self) -> bool {
-        let Copied::OldValueSaved {
-            readers, blocking, ..
-        } = &self.how
-        else {
-            return false;
-        };
-        !blocking.is_empty()
-            && blocking.iter().all(|name| {
-                readers.iter().any(|r| {
-                    &r.name == name
-                        && r.op_name
-                            .as_deref()
-                            .is_some_and(|op| op.contains("transpose("))
-                })
-            })
+        matches!(
+            &self.how,
+            Copied::OldValueSaved { blocking, backward_only: true, .. } if !blocking.is_empty()
+        )
     }
 
     pub fn message(&self) -> String {
@@ -196,6 +190,7 @@ impl Evidence {
                 copies,
                 readers,
                 blocking,
+                ..
             } => {
                 let mut out = vec![format!(
                     "the output {:?} is written by {}",
@@ -240,6 +235,39 @@ impl Evidence {
             ],
         }
     }
+}
+
+/// Whether `reader` reads for the backward pass: its `op_name` is under
+/// `transpose(` (JAX's name for the backward pass of a `jvp`), or it is a
+/// value XLA made (no scope in its `op_name`: a layout copy carries the
+/// argument's path, or nothing) whose users, and theirs while XLA made them,
+/// all are. A forward read feeds the loss, so it always runs before the
+/// optimizer's write and never forces a copy; a layout copy that does force
+/// one is read for the input's gradient.
+fn read_for_backward(module: &Module, model: &MemoryModel, reader: InstrId) -> bool {
+    let scoped = |op: &Option<String>| op.as_deref().is_some_and(|op| op.contains('/'));
+    let mut seen: HashSet<InstrId> = HashSet::default();
+    let mut frontier = vec![reader];
+    let mut read_by_scoped_ops = false;
+    while let Some(id) = frontier.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let op = module.op_name(id);
+        if scoped(&op) {
+            if !op.as_deref().is_some_and(|op| op.contains("transpose(")) {
+                return false;
+            }
+            read_by_scoped_ops = true;
+        } else {
+            let next = users(model, id);
+            if next.is_empty() {
+                return false; // an XLA-made value read by nothing scoped: unknown
+            }
+            frontier.extend(next);
+        }
+    }
+    read_by_scoped_ops
 }
 
 fn through_bitcasts(module: &Module, mut id: InstrId) -> InstrId {
@@ -412,6 +440,9 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         .map(|s| (s.readers.as_slice(), s.producer))
         .collect();
     let blocking = whatif::not_ordered_before_each(module, &asks);
+    let backward = |reads: &[InstrId]| {
+        !reads.is_empty() && reads.iter().all(|&r| read_for_backward(module, model, r))
+    };
     // In the donations' order among the other findings.
     for (s, blocking) in saved_copies.iter().zip(blocking).rev() {
         let evidence = Evidence {
@@ -427,6 +458,7 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                     .iter()
                     .map(|&r| module.instr_name(r).to_string())
                     .collect(),
+                backward_only: backward(&blocking),
             },
         };
         let expected = evidence.expected_in_training();

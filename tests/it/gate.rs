@@ -17,6 +17,20 @@ fn sample_cases() -> usize {
 
 /// The most device memory a sample needs, as XLA reported it: the default
 /// memory space's allocations (all of "Total bytes used" off TPU).
+/// XLA's device memory for one sample's module (`truth.json`).
+fn sample_truth_device_bytes(case: &str) -> u64 {
+    let path = std::path::Path::new("samples")
+        .join(case)
+        .join("truth.json");
+    let truth: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let reported = &truth["modules_of_interest"][0]["xla_reported"];
+    reported["allocation_bytes_by_color"]["0"]
+        .as_u64()
+        .or_else(|| reported["total_bytes_used"].as_u64())
+        .unwrap()
+}
+
 fn largest_sample_total() -> u64 {
     let mut largest = 0;
     for case in std::fs::read_dir("samples")
@@ -82,8 +96,20 @@ fn check_budget_exit_codes() {
     // The old flag still runs and means the same.
     let (code, _, _) = hlomem(&["check", "samples", "--per-device", "--budget", &exact]);
     assert_eq!(code, Some(0));
-    // With --whole-program the sharded step counts for its 8 devices.
-    let (code, out, _) = hlomem(&["check", "samples", "--whole-program", "--budget", &exact]);
+    // With --whole-program the sharded step counts for its 8 devices: a
+    // budget of twice one device's memory (XLA's figure for the sample) holds
+    // it per device, not whole.
+    let sharded = sample_truth_device_bytes("sharded_step");
+    let twice = (2 * sharded).to_string();
+    let (code, _, _) = hlomem(&["check", "samples/sharded_step", "--budget", &twice]);
+    assert_eq!(code, Some(0));
+    let (code, out, _) = hlomem(&[
+        "check",
+        "samples/sharded_step",
+        "--whole-program",
+        "--budget",
+        &twice,
+    ]);
     assert_eq!(code, Some(1));
     assert!(
         out.contains("module_0000.jit_sgd_step") && out.contains("on 8 devices"),
