@@ -6,22 +6,28 @@ exactly: fusion, layouts and rematerialization change the slope. So:
 
 1. compile the grid's smallest value (it must fit: else :class:`NothingFits`)
    and a second one (the first grid value at 4x the smallest, or the last);
-2. draw the line through the two compiled points nearest the boundary (one
-   on each side when there are, else the two largest that fit) and take the
-   largest grid value it puts within the budget;
+2. draw the line through the two latest compiled points (a secant) and
+   take the largest grid value it puts within the budget; if that falls
+   outside what is still open, take the line between the nearest points on
+   each side of the budget instead, each side's excess halved each time the
+   other side moved twice in a row (the Illinois rule: regula falsi alone
+   creeps toward the boundary from one side on a curved line);
 3. check it: compile that value, and when it fits, the next grid value
    (the search ends when a value that fits sits next to one that does
    not, or that the compiler refused, both compiled);
 4. each new point draws a better line (back to 2); when three compiles in
-   a row have not halved the values still open, or the line puts within
-   the budget a value known not to fit (a refused compile has no figure to
-   draw a line through), a bisection follows, so the search ends within a
-   few times the compiles of a bisection.
+   a row have not halved the values still open between a value that fits
+   and one that does not (or four in a row fit with none known above), or
+   the line puts within the budget a value known not to fit (a refused
+   compile has no figure to draw a line through), a bisection follows, so
+   the search ends within a few times the compiles of a bisection.
 
-On a smooth curve that is four compiles: two to predict, two to check.
+On a smooth curve that is four to six compiles: two to predict, the rest
+to check. Memory is assumed to grow with the knob; a compile that says
+otherwise is reported in the result's notes.
 
-Every value reported was compiled and checked: the answer fits the budget
-(:func:`hlomem.assert_fits` passes on it), the next grid value does not.
+Every value reported was compiled and checked: the answer fits the budget,
+the next grid value does not. The figure is XLA's (see ``_measure.py``).
 """
 
 from __future__ import annotations
@@ -274,6 +280,12 @@ class _Search:
         self.notes: list[str] = []
         self.lo = 0  # largest index known to fit
         self.hi: int | None = None  # smallest index known not to fit
+        # Illinois: when one side keeps moving, the other side's point
+        # weighs half as much in the line each time (regula falsi would
+        # otherwise creep toward the boundary from one side).
+        self.moved: str | None = None
+        self.order: list[int] = []  # grid indices, in the order compiled
+        self.weight = {"lo": 1.0, "hi": 1.0}
 
     def log(self, text: str) -> None:
         self.steps.append(text)
@@ -287,6 +299,7 @@ class _Search:
             n = self.grid[i]
             point = self.session.measure(self.args(i), n=n, label=f"n={n}")
             self.points[i] = point
+            self.order.append(i)
             if point.fits:
                 if self.hi is not None and i > self.hi:
                     self.notes.append(
@@ -296,6 +309,7 @@ class _Search:
                     )
                 elif i > self.lo:
                     self.lo = i
+                    self._moved("lo")
             elif i < self.lo:
                 self.notes.append(
                     f"memory is not monotone in n: n={n} does not fit below "
@@ -303,7 +317,17 @@ class _Search:
                 )
             elif self.hi is None or i < self.hi:
                 self.hi = i
+                self._moved("hi")
         return self.points[i]
+
+    def _moved(self, side: str) -> None:
+        other = "hi" if side == "lo" else "lo"
+        self.weight[side] = 1.0
+        if self.moved == side:
+            self.weight[other] /= 2
+        else:
+            self.weight[other] = 1.0
+        self.moved = side
 
     def run(self) -> None:
         session, grid = self.session, self.grid
@@ -324,10 +348,12 @@ class _Search:
         if second is None:
             return
         self.get(second)
-        # Compiles since what is still open last halved: past 3, a bisection.
-        stale, mark = 0, self._open_width()
+        # With both sides known: compiles since what is still open last
+        # halved; past 3, a bisection. With none above yet: compiles in a
+        # row that fit; past 4, a bisection toward the grid's end.
+        stale, mark, rising = 0, self._open_width(), 0
         while not self._done():
-            guess = None if stale >= 3 else self._predict()
+            guess = None if stale >= 3 or rising >= 4 else self._predict()
             if guess is not None and self.hi is not None and guess >= self.hi:
                 # The line puts within the budget a value that does not fit
                 # (the compiler refused it: no figure to draw a line with).
@@ -341,12 +367,14 @@ class _Search:
                 )
             else:
                 i = self._check(guess)
+            above = self.hi
             self.get(i)
             width = self._open_width()
-            if guess is None or width <= mark / 2:
+            if guess is None or width <= mark / 2 or above is None:
                 stale, mark = 0, width
             else:
                 stale += 1
+            rising = rising + 1 if guess is not None and self.hi is None else 0
 
     def _done(self) -> bool:
         if self.hi is not None:
@@ -398,14 +426,38 @@ class _Search:
         return None
 
     def _predict(self) -> int | None:
-        """The largest grid index the line puts within the budget, or ``None``."""
-        line = self._line()
-        budget = self.session.budget_bytes
-        if line is None or budget is None:
+        """The largest grid index a line puts within the budget, or ``None``:
+        the line through the two latest points when it lands between the
+        sides, else the bracket's (weighted) line."""
+        latest = [self.points[i] for i in self.order if self.points[i].needed_bytes is not None][
+            -2:
+        ]
+        top = self.hi if self.hi is not None else len(self.grid)
+        crossed = None
+        if len(latest) == 2:
+            crossed = self._cross(*sorted(latest, key=lambda p: p.n or 0), weighted=False)
+            if crossed is not None and not self.lo <= crossed[0] < top:
+                crossed = None
+        if crossed is None:
+            line = self._line()
+            if line is not None:
+                crossed = self._cross(*line, weighted=True)
+        if crossed is None:
             return None
-        a, b = line
+        guess, text = crossed
+        self.log(text)
+        return guess
+
+    def _cross(self, a: FitPoint, b: FitPoint, *, weighted: bool) -> tuple[int, str] | None:
+        """The largest grid index the line through ``a`` and ``b`` puts
+        within the budget, and the line in words; ``None`` if it does not rise."""
+        from ._gate import human_bytes
+
+        budget = self.session.budget_bytes
         assert a.n is not None and b.n is not None
         assert a.needed_bytes is not None and b.needed_bytes is not None
+        if budget is None or b.n == a.n:
+            return None
         slope = (b.needed_bytes - a.needed_bytes) / (b.n - a.n)
         if slope <= 0:
             self.log(
@@ -413,15 +465,18 @@ class _Search:
                 f"({gib(a.needed_bytes)}, {gib(b.needed_bytes)}): no line to follow"
             )
             return None
-        crossing = a.n + (budget - a.needed_bytes) / slope
-        guess = bisect.bisect_right(self.grid, crossing) - 1
-        from ._gate import human_bytes
-
-        self.log(
+        start = a.needed_bytes
+        if weighted and a.fits and not b.fits:
+            # Across the boundary: each side's excess over the budget, weighted.
+            under = (a.needed_bytes - budget) * self.weight["lo"]
+            over = (b.needed_bytes - budget) * self.weight["hi"]
+            slope, start = (over - under) / (b.n - a.n), budget + under
+        crossing = a.n + (budget - start) / slope
+        text = (
             f"the line through n={a.n} and n={b.n} ({human_bytes(int(slope))} per unit of n) "
             f"reaches the budget at n={crossing:.1f}"
         )
-        return guess
+        return bisect.bisect_right(self.grid, crossing) - 1, text
 
     def _check(self, guess: int) -> int:
         """The compile that checks a prediction: the value it puts last
@@ -446,6 +501,16 @@ class _Search:
         points = tuple(p for _, p in sorted(self.points.items()))
         if any(not p.exact for p in points):
             self.notes.append("hlomem's figures are about: the TPU chip was assumed")
+        differ = [p for p in points if p.xla_bytes is not None and p.xla_bytes != p.hlomem_bytes]
+        if differ:
+            p = differ[-1]
+            assert p.hlomem_bytes is not None and p.xla_bytes is not None
+            self.notes.append(
+                f"hlomem's analysis and XLA's buffer assignment differ at {len(differ)} of the "
+                f"{len(points)} points (n={p.n}: hlomem {gib(p.hlomem_bytes)}, XLA "
+                f"{gib(p.xla_bytes)}); XLA's figure decides here, while hlomem.fits takes the "
+                "larger and assert_fits hlomem's"
+            )
         budget = session.budget_bytes
         fit = LargestFit(
             name=session.name,

@@ -7,14 +7,17 @@ against XLA's own buffer assignment where a deviceless compile dumped it),
 its split into arguments, outputs and temporaries and per memory space,
 ``memory_analysis()``, and the groups that hold the live peak.
 
-Whether it fits is :func:`hlomem.assert_fits`'s decision, reached by
-calling it: the budget is the one ``assert_fits`` takes (a target's usable
-memory, a real accelerator's ``bytes_limit``, or the one given), and a
-value hlomem reports as fitting passes ``assert_fits``. XLA's own figure,
-when the dump gave one, must fit too (the larger decides, as in
-:class:`hlomem.Verdict`). A compiler's refusal for memory (libtpu checks HBM
-while compiling) is a point that does not fit, with no figure but the
-refusal's lower bound.
+The budget is :func:`hlomem.assert_fits`'s, reached by calling it (a
+target's usable memory, a real accelerator's ``bytes_limit``, or the one
+given). The figure compared with it is XLA's own: the buffer assignment's
+total for the device's memory from the compile's dump (deviceless
+compiles), else hlomem's analysis of the module, which is what
+``assert_fits`` decides on and equals XLA's on CPU and GPU. Where
+hlomem's analysis and XLA's dump disagree (hlomem's model of libtpu's
+packing is not exact on every module), XLA's figure decides and the
+search says so. A compiler's refusal for memory (libtpu checks HBM while
+compiling) is a point that does not fit, with no figure but the refusal's
+lower bound.
 
 Compiles are cached in memory by (function, argument shapes, target,
 options, JAX's settings, XLA's flags): :class:`CompileCache`.
@@ -63,11 +66,13 @@ class FitPoint:
     n: int | None
     #: ``"n=64"``, or the variant's name.
     label: str
-    #: Whether it fits the budget (``assert_fits``'s decision, and XLA's
-    #: figure within it); ``None`` when there is no budget to compare with.
+    #: Whether :attr:`needed_bytes` is within the budget (``assert_fits``'s);
+    #: ``None`` when there is no budget to compare with.
     fits: bool | None
-    #: What decides: hlomem's figure (what ``assert_fits`` compares with the
-    #: budget) or XLA's own, the larger; ``None`` when the compiler refused.
+    #: What decides: XLA's own buffer assignment total where the compile's
+    #: dump gave it (:attr:`xla_bytes`), else hlomem's analysis of the
+    #: module (what ``assert_fits`` compares, equal to XLA's on CPU and
+    #: GPU); ``None`` when the compiler refused.
     needed_bytes: int | None
     #: The budget it was compared with, in bytes.
     budget_bytes: int | None
@@ -311,7 +316,8 @@ class Session:
 
     def say(self, text: str) -> None:
         if self.progress:
-            print(f"hlomem: {text}", file=sys.stderr, flush=True)
+            lines = "\n".join(f"hlomem: {line.strip()}" for line in text.splitlines())
+            print(lines, file=sys.stderr, flush=True)
 
     def key(self, fn: Any, args: tuple[Any, ...], options: dict[str, Any]) -> Hashable:
         from ._forward import config_to_send
@@ -475,7 +481,7 @@ class Session:
             analysis = None
         point = FitPoint(
             fits=None,
-            needed_bytes=max(memory.device_bytes, xla or 0),
+            needed_bytes=xla if xla is not None else memory.device_bytes,
             budget_bytes=None,
             hlomem_bytes=memory.device_bytes,
             xla_bytes=xla,
@@ -497,8 +503,8 @@ class Session:
         return self._decide(point)
 
     def _decide(self, point: FitPoint) -> FitPoint:
-        """``point`` with the budget and the decision: ``assert_fits``'s,
-        which it is asked for, and XLA's figure within the budget too."""
+        """``point`` with ``assert_fits``'s budget and the decision: XLA's
+        own figure within it where the dump gave one, else ``assert_fits``'s."""
         from . import OutOfBudget, assert_fits
 
         if point.refused:
@@ -508,6 +514,8 @@ class Session:
         except OutOfBudget as e:
             check = e.result
         except ValueError:
+            if self.budget is not None:
+                raise
             if self.need_budget:
                 raise ValueError(
                     f"{self.caller} needs a budget for {self.name} compiled in this process "
@@ -519,9 +527,14 @@ class Session:
         module = check.modules[0] if check.modules else None
         hlomem_bytes = module.bytes if module is not None else point.hlomem_bytes
         assert hlomem_bytes is not None
-        needed = max(hlomem_bytes, point.xla_bytes or 0)
         budget_bytes = check.budget_bytes
-        fits = None if budget_bytes is None else bool(check.passed) and needed <= budget_bytes
+        if point.xla_bytes is not None:
+            # XLA's own buffer assignment total is the ground truth.
+            needed = point.xla_bytes
+            fits = None if budget_bytes is None else needed <= budget_bytes
+        else:
+            needed = hlomem_bytes
+            fits = None if budget_bytes is None else bool(check.passed)
         return replace(
             point,
             fits=fits,

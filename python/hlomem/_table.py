@@ -48,7 +48,7 @@ def curve_table(fit: LargestFit) -> str:
     has_xla = any(p.xla_bytes is not None for p in points)
     head = ["n", "fits", "needs", "arguments", "outputs", "aliased", "temp"]
     head += [f"{s} space" for s in spaces]
-    head += ["XLA's own figure"] if has_xla else []
+    head += ["hlomem's figure"] if has_xla else []
     head += ["compile", ""]
     rows = [head]
     for p in points:
@@ -65,7 +65,7 @@ def curve_table(fit: LargestFit) -> str:
                 _size(p.temp_bytes),
             ]
             row += [_size(p.by_space.get(s)) for s in spaces]
-            row += [_size(p.xla_bytes)] if has_xla else []
+            row += [_size(p.hlomem_bytes)] if has_xla else []
         row.append("dump" if p.dumped else "cache" if p.cached else f"{p.compile_seconds:.1f} s")
         mark = ""
         if p.n == fit.value:
@@ -77,10 +77,10 @@ def curve_table(fit: LargestFit) -> str:
     right = [True, False] + [True] * (len(head) - 4) + [True, False]
     budget = f"budget: {gib(fit.budget_bytes)} per device ({fit.budget_from})"
     legend = (
-        "needs: the device memory of XLA's buffer assignment of the compile (hlomem's analysis,\n"
-        "  and XLA's own figure where its dump gave one: the larger decides); arguments, outputs,\n"
-        "  aliased (donated arguments reused as outputs, counted in both), temp: as\n"
-        "  compiled.memory_analysis() splits them"
+        "needs: the device memory of XLA's buffer assignment of the compile (XLA's own figure\n"
+        "  where its dump gave one, else hlomem's analysis, which equals it); arguments, outputs,\n"
+        "  aliased (donated arguments reused as outputs, counted in both), temp: as the buffer\n"
+        "  assignment splits them (compiled.memory_analysis()'s fields, off TPU)"
     )
     return f"{budget}\n{_grid(rows, right)}\n{legend}"
 
@@ -112,7 +112,7 @@ def variants_table(comparison: VariantComparison) -> str:
     for s in spaces:
         line(f"{s} space", [_size(p.by_space.get(s)) for p in points])
     if has_xla:
-        line("XLA's own figure", [_size(p.xla_bytes) for p in points])
+        line("hlomem's figure", [_size(p.hlomem_bytes) for p in points])
     if has_analysis:
         for field, label in (
             ("argument_size_in_bytes", "XLA argument_size"),

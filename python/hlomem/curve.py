@@ -6,10 +6,10 @@ sizes, without compiling: :func:`curve_from_dumps`, and on the command line::
 Each folder is an XLA dump (``XLA_FLAGS=--xla_dump_to=DIR``) of the program
 at one size. Its module is the one ``--module`` names (its ``HloModule``
 name, or part of it), else the one that needs the most device memory. Each
-is checked as :func:`hlomem.assert_fits` checks it against the budget, and
-XLA's own buffer assignment total, when the dump holds its report, must fit
-too (the larger decides). The largest size that fits is the largest dumped
-size below the first that does not.
+is compared with the budget as :func:`hlomem.largest_fit` compares a
+compile: XLA's own buffer assignment total where the dump holds its report,
+else :func:`hlomem.assert_fits`'s decision. The largest size that fits is
+the largest dumped size below the first that does not.
 """
 
 from __future__ import annotations
@@ -65,12 +65,14 @@ def _point(n: int, path: PathArg, budget: str | int, module: str | None) -> FitP
     except OutOfBudget as e:
         check = e.result
     checked = check.modules[0]
-    needed = max(checked.bytes, xla or 0)
+    # XLA's own figure decides where the dump holds it, as in largest_fit.
+    needed = xla if xla is not None else checked.bytes
+    fits = needed <= check.budget_bytes if xla is not None else bool(check.passed)
     memory = report.memory
     return FitPoint(
         n=n,
         label=f"n={n}",
-        fits=bool(check.passed) and needed <= check.budget_bytes,
+        fits=fits,
         needed_bytes=needed,
         budget_bytes=check.budget_bytes,
         hlomem_bytes=checked.bytes,

@@ -427,3 +427,70 @@ def test_the_curve_from_dump_folders(
         from hlomem.curve import main
 
         main(["--budget", "12MiB", "not-a-pair"])
+
+
+class _Curve(hlomem._fit.Session):
+    """A session whose compiles are a formula (bytes against n): the search's
+    logic on many curves, without compiling. With ``refuses``, a value over
+    the budget is refused (no figure), as libtpu refuses while compiling."""
+
+    def __init__(self, curve: Any, budget: int, refuses: bool) -> None:
+        self.curve, self.budget, self.budget_bytes = curve, budget, budget
+        self.refuses = refuses
+        self.name, self.target, self.progress, self.budget_from = "curve", None, False, "given"
+        self.compiles, self.cache_hits, self.compile_seconds = 0, 0, 0.0
+
+    @property
+    def where(self) -> str:
+        return "a formula"
+
+    def measure(self, args: Any, *, n: Any, label: str, **_: Any) -> hlomem.FitPoint:
+        self.compiles += 1
+        needed = self.curve(n)
+        fits = needed <= self.budget
+        refused = self.refuses and not fits
+        return hlomem.FitPoint(
+            n=n,
+            label=label,
+            fits=fits,
+            needed_bytes=None if refused else needed,
+            budget_bytes=self.budget,
+            refused=refused,
+            argument_bytes=None if refused else 0,
+        )
+
+
+CURVES = {
+    "affine": lambda n: 1000 + 37 * n,
+    "quadratic": lambda n: 5000 + n * n,
+    "concave": lambda n: int(1000 + 4000 * n**0.5),
+    "jumps": lambda n: 1000 + 20 * n + 3000 * (n // 300),
+    "flat then steep": lambda n: 1000 if n < 500 else 1000 + 90 * (n - 500),
+}
+
+
+@pytest.mark.parametrize("refuses", [False, True], ids=["figures", "refusals"])
+@pytest.mark.parametrize("name", list(CURVES))
+def test_the_search_on_curves_of_every_shape(name: str, refuses: bool) -> None:
+    """On monotone curves of every shape (no compile: a formula stands for
+    XLA; with refusals, what does not fit has no figure), the search's
+    answer is the brute force's, in far fewer compiles than the grid."""
+    from hlomem._fit import _Search
+
+    curve = CURVES[name]
+    grid = tuple(range(8, 2049, 8))
+    counts = []
+    for budget in range(1500, 200_000, 1733):
+        brute = [n for n in grid if curve(n) <= budget]
+        if not brute:
+            continue
+        session = _Curve(curve, budget, refuses)
+        search = _Search(session, lambda n: (jnp.zeros((n,)),), grid)
+        search.run()
+        fit = search.result(0.0)
+        after = grid[len(brute)] if len(brute) < len(grid) else None
+        assert (fit.value, fit.next_value) == (brute[-1], after), (name, budget)
+        counts.append(fit.compiles)
+    # A bisection of these 256 values takes 8 or 9 compiles.
+    print(name, "refusals" if refuses else "figures", max(counts), sum(counts) / len(counts))
+    assert max(counts) <= 18 and sum(counts) / len(counts) <= 11
