@@ -26,7 +26,8 @@ fn scratch(name: &str) -> PathBuf {
 /// 20,000 nested calls and whiles analyze, on their own and in a folder
 /// (whose workers have smaller stacks), with the numbers of one level.
 #[test]
-fn twenty_thousand_nested_calls_and_whiles() {
+#[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
+fn slow_twenty_thousand_nested_calls_and_whiles() {
     let dir = scratch("nested");
     let calls = dir.join("module_0001.calls.cpu_after_optimizations.txt");
     let whiles = dir.join("module_0002.whiles.cpu_after_optimizations.txt");
@@ -59,7 +60,8 @@ fn twenty_thousand_nested_calls_and_whiles() {
 /// sharing one buffer), a fan-out (one value read by 60,000) and a
 /// concatenate of 1,000,000 operands: the shapes that were quadratic.
 #[test]
-fn long_chains_wide_fan_out_and_huge_operand_lists() {
+#[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
+fn slow_long_chains_wide_fan_out_and_huge_operand_lists() {
     let n = 60_000;
     for text in [chain(n), fan_out(n)] {
         let module = hlomem::parse_text("wide.txt", text).unwrap();

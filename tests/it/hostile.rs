@@ -16,7 +16,8 @@ const SAMPLE: &str =
 /// Cut the sample at many places, each kind of boundary among them: every
 /// result is a module or an error with a position, never a panic.
 #[test]
-fn truncated_anywhere() {
+#[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
+fn slow_truncated_anywhere() {
     let text = std::fs::read_to_string(SAMPLE).unwrap();
     let mut cuts: Vec<usize> = (0..text.len()).step_by(97).collect();
     // Just before and after every line break, brace and comma of the first lines.
@@ -42,7 +43,8 @@ fn truncated_anywhere() {
 
 /// A constant whose literal is one line of 100 MB.
 #[test]
-fn a_line_of_100_megabytes() {
+#[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
+fn slow_a_line_of_100_megabytes() {
     let mut text = String::from(
         "HloModule m\n\nENTRY %e () -> f32[25000000] {\n  ROOT %c = f32[25000000]{0} constant({",
     );

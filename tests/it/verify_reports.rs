@@ -510,7 +510,8 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
 /// Every mutant of the samples' reports, of each kind of issue 36, is
 /// rejected with a message naming what disagrees.
 #[test]
-fn mutated_sample_reports_are_rejected() {
+#[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
+fn slow_mutated_sample_reports_are_rejected() {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     let mut folders: Vec<PathBuf> = std::fs::read_dir(samples)
         .unwrap()
@@ -534,7 +535,8 @@ fn mutated_sample_reports_are_rejected() {
 /// The same, with each sample's three reports joined into one file, the
 /// layout XLA wrote before jax 0.10.2.
 #[test]
-fn mutated_one_file_reports_are_rejected() {
+#[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
+fn slow_mutated_one_file_reports_are_rejected() {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
     let mut folders: Vec<PathBuf> = std::fs::read_dir(samples)
         .unwrap()
