@@ -24,6 +24,7 @@ attributes (``hlomem schema analyze`` prints the JSON Schema).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import warnings
@@ -243,6 +244,9 @@ def analyze(x: Input) -> Report | list[Report]:
     ``lowered.as_text()`` is StableHLO; pass ``lowered.compile()``).
     """
     source, is_folder = _source(x)
+    if isinstance(x, DevicelessCompiled):
+        # Its chart draws the target's usable memory.
+        source = dataclasses.replace(source, budget=x.target.usable_bytes)
     process = run(["analyze", source.arg, *source.options, "--format", "json"], source.stdin)
     if process.returncode not in (0, 2):
         raise failure(process)

@@ -38,6 +38,9 @@ class Source:
     arg: str
     stdin: bytes | None = None
     options: tuple[str, ...] = ()
+    #: One device's memory, drawn on an HTML report's chart when no budget
+    #: is given: a ``compile_for`` target's usable memory.
+    budget: int | None = None
 
 
 class _Rendered(JsonObject):
@@ -174,8 +177,12 @@ class Report(_Rendered):
     def html(self, budget: str | int | None = None) -> str:
         """The self-contained HTML page (inline SVG, CSS and script, no
         network). ``budget``, one device's memory (``"16GiB"``, or bytes as
-        an ``int``), is drawn as a line on the chart."""
+        an ``int``), is drawn as a line on the chart; for a program from
+        :func:`hlomem.compile_for` it is its target's usable memory unless
+        given."""
         __tracebackhide__ = True
+        if budget is None and self._source is not None:
+            budget = self._source.budget
         if budget is None:
             return self._render("html")
         if isinstance(budget, bool) or not isinstance(budget, (str, int)):

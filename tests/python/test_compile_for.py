@@ -115,6 +115,8 @@ def test_tpu_v5e_mlp_step_equals_a_direct_compile(tmp_path: Path) -> None:
     )
     result = hlomem.assert_fits(compiled)  # the budget: what libtpu lets a program use
     assert result.passed and result.budget_bytes == int(15.75 * GIB)
+    # The report's chart draws that budget without being asked.
+    assert "budget 15.75GiB" in hlomem.analyze(compiled).html()
     with pytest.raises(hlomem.OutOfBudget) as caught:
         hlomem.assert_fits(compiled, budget="1MiB")
     assert caught.value.verdict is None  # a budget of one's own: no target verdict
