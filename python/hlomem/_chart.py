@@ -108,16 +108,18 @@ class _Axes:
         )
         return out
 
-    def budget(self, budget: int | None, words: str) -> list[str]:
+    def budget(self, budget: int | None, words: str, left: bool = False) -> list[str]:
+        """The budget's dashed line, labelled at the right end (or the left)."""
         if not budget:
             return []
         y = self.y(budget)
+        x, anchor = (self.left + 4, "start") if left else (self.right - 4, "end")
         label = f"budget {gib(budget)}" + (f" ({words})" if words else "")
         budget_line = (
             f'<g class="budget"><title>{_esc(label)}</title>'
             f'<line x1="{self.left}" y1="{y:.1f}" x2="{self.right}" y2="{y:.1f}" '
             f'stroke="{_BUDGET}" stroke-width="1.5" stroke-dasharray="6 4"/>'
-            f'<text x="{self.right - 4}" y="{y - 5:.1f}" text-anchor="end" fill="{_BUDGET}">'
+            f'<text x="{x}" y="{y - 5:.1f}" text-anchor="{anchor}" fill="{_BUDGET}">'
             f"budget {_esc(gib(budget))}</text></g>"
         )
         return [budget_line]
@@ -260,7 +262,9 @@ def curve_svg(fit: LargestFit, width: int = 760, height: int = 400) -> str:
             f'<polyline points="{" ".join(line)}" fill="none" stroke="{_INK}" '
             'stroke-width="1" stroke-opacity="0.6"/>'
         )
-    body += axes.budget(fit.budget_bytes, fit.budget_from)
+    # The budget's label away from the boundary's.
+    right_half = fit.value is not None and axes.x(fit.value) > (axes.left + axes.right) / 2
+    body += axes.budget(fit.budget_bytes, fit.budget_from, left=right_half)
     legend = [(name, color, "box") for name, color in _PARTS]
     if any(p.refused for p in points):
         legend.append(("refused by the compiler", _REFUSED, "hatch"))

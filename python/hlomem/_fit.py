@@ -530,7 +530,11 @@ class _Search:
         )
         if value is None:
             raise NothingFits(_nothing_fits(fit, first), fit, first)
-        session.say(fit.summary())
+        session.say(
+            f"done: largest fit n={value}, {fit.compiles} compile{'s' * (fit.compiles != 1)} "
+            f"in {fit.compile_seconds:.0f} s"
+            + (f", {fit.cache_hits} from the cache" if fit.cache_hits else "")
+        )
         return fit
 
 
