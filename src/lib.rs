@@ -21,6 +21,7 @@ pub mod oom;
 pub mod pipeline;
 pub mod render;
 pub mod report;
+pub mod schema;
 pub mod source;
 pub mod target;
 pub mod units;

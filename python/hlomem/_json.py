@@ -1,6 +1,6 @@
 """Attribute access over hlomem's JSON output.
 
-The JSON contract is defined once, in Rust (``src/report/schema.rs``), and
+The JSON contract is defined once, in Rust (``src/schema.rs``), and
 published as JSON Schemas (``hlomem schema analyze``, ``schema/*.schema.json``).
 This module does not copy it: a :class:`JsonObject` exposes whatever fields
 the JSON has, so a field added to the report (a new finding's evidence, a

@@ -3,7 +3,7 @@
 //! into the library's type (a variant added on one side only does not compile).
 
 use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat};
-use hlomem::report::schema::Document;
+use hlomem::schema::Document;
 use hlomem::target::{Backend, TpuVersion};
 
 macro_rules! mirror {

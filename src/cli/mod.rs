@@ -287,7 +287,7 @@ pub fn run() -> ExitCode {
         ),
         Command::ExplainCode { code } => explain_code(code.as_deref()),
         Command::Schema { command } => {
-            let document: hlomem::report::schema::Document = command.into();
+            let document: hlomem::schema::Document = command.into();
             let schema = document.schema();
             match write_out(|out| {
                 serde_json::to_writer_pretty(&mut *out, &schema)?;

@@ -3,7 +3,7 @@ use std::io::{self, Write};
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::report::schema::Versioned;
+use crate::schema::Versioned;
 
 /// Pretty JSON with `"schema_version"` first.
 pub fn render<T: Serialize + JsonSchema>(report: &T, out: &mut dyn Write) -> io::Result<()> {

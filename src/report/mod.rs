@@ -3,7 +3,6 @@
 
 pub mod differences;
 pub mod explain;
-pub mod schema;
 
 use std::collections::BTreeMap;
 

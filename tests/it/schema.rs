@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use hlomem::report::schema::Document;
+use hlomem::schema::Document;
 
 use crate::support::{root, run_hlomem as hlomem};
 

@@ -1,5 +1,5 @@
 """The Python types against the JSON contract, which Rust defines once
-(``src/report/schema.rs``) and the binary prints (``hlomem schema CMD``):
+(``src/schema.rs``) and the binary prints (``hlomem schema CMD``):
 every field a class declares exists in its schema definition with a
 compatible type, and real output validates against the schemas."""
 

@@ -1,4 +1,5 @@
-//! The JSON contract: every `--format json` document carries
+//! The JSON contract of every command (`analyze`'s and `explain`'s reports,
+//! `check`'s and `diff`'s gate results): every `--format json` document carries
 //! `"schema_version"`, and its JSON Schema is generated from the report types
 //! (`hlomem schema COMMAND` prints it; `schema/*.schema.json` in the
 //! repository are these, checked by a test). The version goes up when a field
@@ -61,7 +62,7 @@ impl Document {
             .into_generator();
         match self {
             Document::Analyze => {
-                generator.into_root_schema_for::<Versioned<'static, super::Report>>()
+                generator.into_root_schema_for::<Versioned<'static, crate::report::Report>>()
             }
             Document::Check => {
                 generator.into_root_schema_for::<Versioned<'static, crate::gate::CheckResult>>()
@@ -70,7 +71,8 @@ impl Document {
                 generator.into_root_schema_for::<Versioned<'static, crate::gate::DiffReport>>()
             }
             Document::Explain => generator
-                .into_root_schema_for::<Versioned<'static, super::explain::ExplainReport>>(),
+                .into_root_schema_for::<Versioned<'static, crate::report::explain::ExplainReport>>(
+                ),
         }
     }
 }
