@@ -547,10 +547,11 @@ def _nothing_fits(fit: LargestFit, first: FitPoint) -> str:
         f"{where}: "
     )
     if first.refused:
-        head += (
-            f"its compiler refused it, needs {first.shown.removeprefix('refused by the compiler')}"
-            f"; the budget is {gib(fit.budget_bytes)} ({fit.budget_from})"
+        least = f" at least {gib(first.at_least_bytes)}" if first.at_least_bytes else ""
+        budget = (
+            f"{gib(fit.budget_bytes)} ({fit.budget_from})" if fit.budget_bytes else "the one given"
         )
+        head += f"its compiler refused it, it needs{least}; the budget is {budget}"
     else:
         assert first.needed_bytes is not None
         head += (

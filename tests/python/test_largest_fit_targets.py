@@ -270,3 +270,19 @@ def test_tpu_compare_variants_donation_with_xlas_numbers(tmp_path: Path) -> None
 
 def _mlp_shapes(_: int) -> Any:
     return mlp._shapes()
+
+
+@needs_tpu
+def test_tpu_nothing_fits_when_the_smallest_is_refused() -> None:
+    with pytest.raises(hlomem.NothingFits) as caught:
+        hlomem.largest_fit(
+            square, square_args, target="tpu-v5e:2x2", grid=[65536, 73728], progress=False
+        )
+    message = str(caught.value)
+    assert message.startswith(
+        "largest_fit: even n=65536, the grid's smallest value, does not fit square on "
+        "tpu-v5e:2x2: its compiler refused it, it needs at least 16.25 GiB; the budget is "
+        "15.75 GiB (what libtpu lets a program use of a v5e chip)"
+    )
+    assert "what holds the live peak" in message and "The compiler said: " in message
+    assert caught.value.point.refused and caught.value.fit.compiles == 1
