@@ -49,7 +49,7 @@ from . import _signature
 from ._binary import HlomemError
 from ._forward import config_to_send, flags_with_dump
 from ._signature import Expected
-from ._targets import Target, TargetArg, resolve_target
+from ._targets import Target, TargetArg, gib, resolve_target
 from ._verdict import CompiledProgram, Verdict
 from ._xla_dump import XlaTotals, read_dump
 
@@ -496,10 +496,15 @@ def _compile_error(
         program=program,
     )
     parts = [f"{target.name}'s compiler refused {fn_name} for memory: {verdict}"]
-    if check is not None:
+    if check is not None and report is not None:
+        # One figure of what the program needs, the verdict's: the check's
+        # own count of the module is one of the two it took the larger of,
+        # so it is named as a count here, with where to read the rest.
         parts.append(
-            "hlomem's check of the module XLA wrote before refusing "
-            "(print(e.report) shows what holds its peak):\n" + str(check).strip()
+            "hlomem's check of the module XLA wrote before refusing counts "
+            f"{gib(report.memory.device_bytes)} for it (the verdict above takes the larger of "
+            "that and the compiler's own figure); print(e.result) for the check, "
+            "print(e.report) for what holds its peak"
         )
     if explanation is not None:
         # Its dump folder is gone with the compile: the file's name says enough.

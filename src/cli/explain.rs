@@ -37,8 +37,8 @@ pub fn run(
     };
     // Pasted logs are not always clean UTF-8; the message itself is ASCII.
     let text = String::from_utf8_lossy(&bytes);
-    let mut messages = oom::read_all(&text);
-    let Some(lead) = oom::lead_index(&messages) else {
+    let log = oom::read_log(&text);
+    let Some(lead) = oom::lead_index(&log.messages) else {
         // Said first: a binary or compressed file is the likelier mistake.
         let not_text = std::str::from_utf8(&bytes).err().map_or(String::new(), |e| {
             format!(
@@ -53,10 +53,11 @@ pub fn run(
         );
         return EXIT_INPUT_ERROR;
     };
-    let message = messages.remove(lead);
+    // The dump is linked to the leading message only; every message is
+    // explained, in the order they appear, with what the log around says.
     let links = match dump {
-        Some(dir) => match hlomem::pipeline::link_dump(&message, &dir) {
-            Ok(links) => Some(links),
+        Some(dir) => match hlomem::pipeline::link_dump(&log.messages[lead], &dir) {
+            Ok(links) => Some((lead, links)),
             Err(e) => {
                 let _ = writeln!(stderr, "{}", e.render(stderr_color));
                 return EXIT_INPUT_ERROR;
@@ -64,14 +65,10 @@ pub fn run(
         },
         None => None,
     };
-    let explanation = oom::explain::explain(&message, links);
-    // The others are explained from their own numbers; the dump is linked to
-    // the leading one only.
-    let others = messages
-        .iter()
-        .map(|m| ExplainReport::build(m, oom::explain::explain(m, None)))
-        .collect();
-    let report = ExplainReport::build(&message, explanation).with_others(others);
+    let explanations = oom::explain_log(&log, links);
+    let Some(report) = ExplainReport::of_log(&log.messages, explanations) else {
+        return EXIT_INPUT_ERROR;
+    };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) =
         render::render_explain(&report, format, options, &mut stdout).and_then(|_| stdout.flush())

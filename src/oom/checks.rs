@@ -8,11 +8,12 @@ use super::model::{Amount, OomMessage};
 use crate::units::human_bytes;
 
 /// More than any single accelerator holds (the largest GPUs of 2025 have
-/// 288 GB): one allocation of this size on one device is a shape mistake.
+/// 288 GB): one allocation of this size is a shape mistake, or a problem
+/// that must be split. The same bound holds for host memory: an allocation
+/// a GPU could not hold is no more meant for one buffer in RAM (a 10^6 x 10^6
+/// float32 matrix is 3.6 TiB wherever it is asked for), and saying so the
+/// same way everywhere is what makes the verdict trustworthy.
 pub const LARGEST_DEVICE_BYTES: u64 = 288_000_000_000;
-
-/// More than any host holds either.
-pub const LARGEST_HOST_BYTES: u64 = 1 << 50;
 
 /// How far rounded figures may disagree: each is printed with 3 or 4
 /// significant digits, so a sum of a few may be off by well under 1%.
@@ -31,6 +32,8 @@ pub enum Quantity {
     TempAllocation,
     TotalAllocation,
     Buffer,
+    /// The driver's figure for the whole device (`total memory reported: N`).
+    DeviceTotal,
 }
 
 impl Quantity {
@@ -43,6 +46,7 @@ impl Quantity {
             Quantity::TempAllocation => "the preallocated temp allocation",
             Quantity::TotalAllocation => "the total allocation",
             Quantity::Buffer => "a buffer",
+            Quantity::DeviceTotal => "the device's total memory as the driver reported it",
         }
     }
 }
@@ -76,6 +80,12 @@ pub enum Problem {
     },
     /// The compiler aborted for lack of memory yet says what it requires fits.
     RequiresFits { requires: u64, available: u64 },
+    /// The stats' rows do not add up to their total, by more than rounding
+    /// and what no row counts (thread-local scratch, tuple tables), or by more
+    /// than donated parameters counted twice.
+    StatsDoNotAddUp { sum: u64, total: u64 },
+    /// More memory free than the device has.
+    FreeAboveTotal { free: u64, total: u64 },
 }
 
 impl Problem {
@@ -135,6 +145,17 @@ impl Problem {
                 human_bytes(*requires),
                 human_bytes(*available)
             ),
+            Problem::StatsDoNotAddUp { sum, total } => format!(
+                "The stats' rows add up to {} but the total says {}: these numbers do not add up (a unit or a row \
+                 is wrong in what printed them); neither is used below",
+                human_bytes(*sum),
+                human_bytes(*total)
+            ),
+            Problem::FreeAboveTotal { free, total } => format!(
+                "The message says {} free of {} in all: more free than there is; neither is used below",
+                human_bytes(*free),
+                human_bytes(*total)
+            ),
         }
     }
 
@@ -145,6 +166,8 @@ impl Problem {
                 Some(*quantity)
             }
             Problem::ExceededByMismatch { .. } => Some(Quantity::ExceededBy),
+            Problem::StatsDoNotAddUp { .. } => Some(Quantity::TotalAllocation),
+            Problem::FreeAboveTotal { .. } => Some(Quantity::DeviceTotal),
             _ => None,
         }
     }
@@ -161,11 +184,7 @@ fn capitalize(s: &str) -> String {
 /// Every problem with the message's numbers.
 pub fn problems(msg: &OomMessage) -> Vec<Problem> {
     let mut out = Vec::new();
-    let limit = if msg.host {
-        LARGEST_HOST_BYTES
-    } else {
-        LARGEST_DEVICE_BYTES
-    };
+    let limit = LARGEST_DEVICE_BYTES;
     let mut size = |quantity: Quantity, amount: Option<Amount>, shape: Option<&str>| {
         let Some(bytes) = amount.map(|a| a.bytes) else {
             return;
@@ -195,6 +214,23 @@ pub fn problems(msg: &OomMessage) -> Vec<Problem> {
         .max_by_key(|b| b.size.map(|a| a.bytes))
     {
         size(Quantity::Buffer, b.size, b.shape.as_deref());
+    }
+    // A driver's total next to 2^64 is a negative or unset figure printed as unsigned.
+    if let Some(total) = msg.device_total.filter(|t| t.bytes >= 1 << 63) {
+        out.push(Problem::Wraparound {
+            quantity: Quantity::DeviceTotal,
+            bytes: total.bytes,
+        });
+    } else if let (Some(free), Some(total)) = (msg.device_free, msg.device_total) {
+        if free.bytes > total.bytes {
+            out.push(Problem::FreeAboveTotal {
+                free: free.bytes,
+                total: total.bytes,
+            });
+        }
+    }
+    if let Some(p) = stats_do_not_add_up(msg) {
+        out.push(p);
     }
     if let Some(t) = &msg.tpu {
         if let (Some(used), Some(cap), Some(over)) = (t.used, t.capacity, t.exceeded_by) {
@@ -227,6 +263,39 @@ pub fn problems(msg: &OomMessage) -> Vec<Problem> {
         }
     }
     out
+}
+
+/// The stats block's rows against its total. Rows are rounded (3-4
+/// significant digits) and allocations no row counts are small, so a total
+/// above the rows by more than 64 MiB and 1% is not explained by anything
+/// XLA does; rows above the total by more than the parameters that donation
+/// counts twice (as parameter and as output) are not either.
+fn stats_do_not_add_up(msg: &OomMessage) -> Option<Problem> {
+    let s = &msg.stats;
+    let total = s.total?.bytes;
+    let rows = [
+        s.parameter,
+        s.constant,
+        s.maybe_live_out,
+        s.preallocated_temp,
+    ];
+    if rows.iter().all(Option::is_none) || total >= 1 << 63 {
+        return None;
+    }
+    let sum = rows
+        .iter()
+        .flatten()
+        .map(|a| a.bytes)
+        .filter(|&b| b < 1 << 63)
+        .try_fold(0u64, u64::checked_add)?;
+    let slack = (64 << 20).max(total / 100);
+    let twice = s
+        .parameter
+        .zip(s.maybe_live_out)
+        .map_or(0, |(p, o)| p.bytes.min(o.bytes));
+    let short = total > sum && total - sum > slack;
+    let over = sum > total && sum - total > twice + slack;
+    (short || over).then_some(Problem::StatsDoNotAddUp { sum, total })
 }
 
 /// Whether `quantity` may be used for arithmetic and advice.

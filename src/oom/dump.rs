@@ -24,6 +24,10 @@ pub struct DumpLinks {
     /// (`checkpoint`, `remat`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remat_evidence: Option<String>,
+    /// How many instructions carry an op name: none of autodiff's among
+    /// many is evidence the program does not train.
+    #[serde(default)]
+    pub op_names: u64,
     /// Whether the module is the program of the message, as far as can be told.
     pub checks: Vec<DumpCheck>,
 }
@@ -49,8 +53,8 @@ pub enum DumpCheck {
         module_bytes: u64,
     },
     /// The module already donates these parameters (`input_output_alias`):
-    /// donating them again saves nothing.
-    AlreadyDonates { parameters: Vec<u64> },
+    /// donating them again saves nothing. `of` is how many the entry has.
+    AlreadyDonates { parameters: Vec<u64>, of: u64 },
 }
 
 impl DumpLinks {
@@ -95,17 +99,12 @@ impl DumpCheck {
                 h(*message_bytes),
                 h(*module_bytes)
             ),
-            DumpCheck::AlreadyDonates { parameters } => {
-                let list: Vec<String> = parameters.iter().map(u64::to_string).collect();
-                let (s, them) = if parameters.len() == 1 {
-                    ("", "it")
-                } else {
-                    ("s", "them")
-                };
+            DumpCheck::AlreadyDonates { parameters, of } => {
+                let them = if parameters.len() == 1 { "it" } else { "them" };
                 format!(
-                    "this module already donates parameter{s} {}: donating {them} again saves nothing, the saving \
-                     is already in its numbers",
-                    list.join(", ")
+                    "this module already donates {}: donating {them} again saves nothing, the saving is already in \
+                     its numbers",
+                    parameter_ranges(parameters, *of)
                 )
             }
         }
@@ -243,6 +242,7 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
     if !donated.is_empty() {
         checks.push(DumpCheck::AlreadyDonates {
             parameters: donated,
+            of: module.entry().parameters.len() as u64,
         });
     }
     let op_names = || (0..module.instr_count()).filter_map(|i| module.op_name(InstrId(i as u32)));
@@ -264,8 +264,39 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
         donation_candidates: crate::findings::donation_candidates(module, model),
         training_evidence,
         remat_evidence,
+        op_names: op_names().count() as u64,
         checks,
     }
+}
+
+/// Parameter numbers as ranges, so that 589 of them read as one phrase:
+/// "all 589 parameters", "parameters 0–587 and 589", "parameter 3".
+fn parameter_ranges(numbers: &[u64], of: u64) -> String {
+    if numbers.len() > 1 && numbers.len() as u64 == of {
+        return format!("all {of} parameters");
+    }
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == n => *end = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    let parts: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| match b - a {
+            0 => a.to_string(),
+            1 => format!("{a}, {b}"),
+            _ => format!("{a}\u{2013}{b}"),
+        })
+        .collect();
+    let list = match parts.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    };
+    let s = if numbers.len() == 1 { "" } else { "s" };
+    format!("parameter{s} {list}")
 }
 
 /// Every instruction's shape as the messages print it, indexed by `InstrId`,
@@ -343,4 +374,26 @@ fn link_buffer(
         function: location.and_then(|l| l.function.as_deref().map(String::from)),
     };
     Some((linked, found))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parameter_ranges;
+
+    #[test]
+    fn parameters_read_as_ranges() {
+        let all: Vec<u64> = (0..589).collect();
+        assert_eq!(parameter_ranges(&all, 589), "all 589 parameters");
+        let mut most: Vec<u64> = (0..588).collect();
+        most.push(589);
+        assert_eq!(
+            parameter_ranges(&most, 590),
+            "parameters 0\u{2013}587 and 589"
+        );
+        assert_eq!(parameter_ranges(&[3], 10), "parameter 3");
+        assert_eq!(
+            parameter_ranges(&[1, 2, 5, 7, 8, 9], 10),
+            "parameters 1, 2, 5 and 7\u{2013}9"
+        );
+    }
 }

@@ -1,20 +1,26 @@
 //! Turns a parsed message into an explanation, as data: a verdict, what
 //! failed, what each number means, how the numbers add up, which buffers fill
-//! the memory, what cannot be right, and ranked advice. Every item knows its
+//! the memory, what cannot be right, where the memory is and what the
+//! program is doing, whether the message decides why it failed, and ranked
+//! advice weighed against the message's own figures. Every item knows its
 //! words (`sentence`, `meaning`, ...); renderers call them and compute nothing.
 
 use serde::Serialize;
 
-use super::advice::{self, Advice, Situation};
+use super::advice::{self, Ranked};
 use super::checks::{self, Problem, Quantity};
+use super::context::LogContext;
 use super::dump::DumpLinks;
 use super::failure::{self, Failure};
+use super::feasibility::{self, Gap, RuledOut};
 use super::model::human as h;
 use super::model::*;
+use super::readings::{self, CapacityProof, Undecided};
+use super::situation::Situation;
 use super::verdict::Verdict;
 use crate::units::human_bytes;
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Explanation {
     pub format: OomFormat,
     pub truncated: bool,
@@ -33,38 +39,38 @@ pub struct Explanation {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub problems: Vec<Problem>,
     pub situation: Situation,
-    /// Largest measurable saving first; advice that cannot be measured last.
-    pub advice: Vec<Advice>,
+    /// How far over the program is, when the message gives both sides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap: Option<Gap>,
+    /// What a TPU capacity table proves about the program against the device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<CapacityProof>,
+    /// The readings the message leaves open, and how to tell them apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undecided: Option<Undecided>,
+    /// Ranked: what closes the gap, what the situation points to, the rest.
+    pub advice: Vec<Ranked>,
+    /// Advice the message's figures rule out, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ruled_out: Vec<RuledOut>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dump: Option<DumpLinks>,
 }
 
-/// Where the memory that ran out is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum Device {
-    Gpu,
-    Tpu,
-    Host,
-}
-
-impl Device {
-    pub fn of(msg: &OomMessage) -> Device {
-        if msg.host {
-            Device::Host
-        } else if msg.format.is_tpu() {
-            Device::Tpu
-        } else {
-            Device::Gpu
-        }
+impl Explanation {
+    /// The first piece of advice that closes the gap by itself, by the message's figures.
+    pub fn first_to_close(&self) -> Option<&Ranked> {
+        self.advice
+            .iter()
+            .find(|r| matches!(r.feasibility, feasibility::Feasibility::Closes { .. }))
     }
 
-    pub fn words(self) -> &'static str {
-        match self {
-            Device::Gpu => "the GPU",
-            Device::Tpu => "the TPU",
-            Device::Host => "host memory",
-        }
+    /// Advice again, after the situation changed (the same failure found on
+    /// several devices makes sharding the first thing to try).
+    pub fn readvise(&mut self, msg: &OomMessage) {
+        let (advice, ruled_out) = advice::advise(msg, self);
+        self.advice = advice;
+        self.ruled_out = ruled_out;
     }
 }
 
@@ -170,7 +176,7 @@ impl Stat {
     }
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StatExplained {
     pub stat: Stat,
     pub bytes: u64,
@@ -178,7 +184,7 @@ pub struct StatExplained {
 }
 
 /// How parameters, outputs, temp and constants add up to the total.
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct StatsSum {
     pub terms: Vec<(Stat, u64)>,
     pub sum: u64,
@@ -214,17 +220,20 @@ impl StatsSum {
                 human_bytes(self.total)
             )
         } else {
+            // Within what rounding and allocations no row counts explain
+            // (checks::stats_do_not_add_up draws the line); said as that.
             format!(
-                "{terms} = {}; the total {} also holds {} of reducer scratch and alignment",
+                "{terms} = {}, {} short of the total {}: allocations no row counts (thread-local scratch, tuple \
+                 tables) and rounding",
                 human_bytes(self.sum),
-                human_bytes(self.total),
-                human_bytes(self.total - self.sum)
+                human_bytes(self.total - self.sum),
+                human_bytes(self.total)
             )
         }
     }
 }
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct BufferGroup {
     pub count: usize,
     /// `None` when the message was cut off before the shape.
@@ -322,7 +331,8 @@ impl TpuNote {
                 labelled(rows)
             ),
             TpuNote::ProgramRequirement { requirement, rows } => format!(
-                "The program itself needs {}: {} (HLO temp is the scratch for intermediate values).",
+                "The program's own requirement, as the compiler lists it, is {}: {} (HLO temp is the scratch for \
+                 intermediate values).",
                 human_bytes(requirement.bytes),
                 labelled(rows)
             ),
@@ -374,15 +384,20 @@ pub fn within_rounding(a: Amount, b: Amount) -> bool {
         || a.bytes.abs_diff(b.bytes) <= a.bytes.max(b.bytes) / 500
 }
 
+/// Explains `msg` read on its own (no log around it).
 pub fn explain(msg: &OomMessage, dump: Option<DumpLinks>) -> Explanation {
+    explain_in(msg, &LogContext::default(), dump)
+}
+
+/// Explains `msg` as part of a log whose context `ctx` was read.
+pub fn explain_in(msg: &OomMessage, ctx: &LogContext, dump: Option<DumpLinks>) -> Explanation {
     let problems = checks::problems(msg);
-    let what_failed = failure::what_failed(msg, &problems);
-    let situation = Situation::of(msg, dump.as_ref());
+    let situation = Situation::of(msg, ctx, dump.as_ref());
     let mut e = Explanation {
         format: msg.format,
         truncated: msg.truncated,
-        verdict: Verdict::of(msg, &problems),
-        what_failed,
+        verdict: Verdict::of(msg, &situation.placement, &problems),
+        what_failed: failure::what_failed(msg, &situation.placement, &problems),
         stats: explain_stats(&msg.stats),
         arithmetic: if checks::usable(&problems, Quantity::TempAllocation)
             && checks::usable(&problems, Quantity::TotalAllocation)
@@ -394,12 +409,19 @@ pub fn explain(msg: &OomMessage, dump: Option<DumpLinks>) -> Explanation {
         buffer_groups: group_buffers(msg),
         tpu: explain_tpu(msg),
         warnings: msg.warnings.clone(),
+        gap: feasibility::gap(msg, &problems),
+        proof: CapacityProof::of(msg),
+        undecided: None,
         problems,
         situation,
         advice: Vec::new(),
+        ruled_out: Vec::new(),
         dump,
     };
-    e.advice = advice::advise(msg, &e);
+    if !matches!(e.verdict, Verdict::ShapeMistake { .. }) {
+        e.undecided = readings::undecided(msg, &e.situation);
+    }
+    e.readvise(msg);
     e
 }
 

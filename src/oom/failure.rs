@@ -5,7 +5,8 @@
 use serde::Serialize;
 
 use super::checks::{self, Problem, Quantity};
-use super::explain::{within_rounding, BufferRef, Device};
+use super::device::{Device, MemorySpace, Placement};
+use super::explain::{within_rounding, BufferRef};
 use super::model::human as h;
 use super::model::*;
 use crate::units::human_bytes;
@@ -17,6 +18,7 @@ pub enum Failure {
     /// One allocation of `requested` could not be had.
     Allocation {
         device: Device,
+        space: MemorySpace,
         requested: Amount,
     },
     /// TensorFlow could not allocate one tensor.
@@ -86,8 +88,22 @@ pub enum Failure {
     },
     /// The driver refused the memory.
     Driver {
+        space: MemorySpace,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+    },
+    /// The CUDA context could not be created.
+    Context {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device_total: Option<Amount>,
+    },
+    /// A library beside the pool found no memory.
+    Library {
+        library: Library,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        status: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<Amount>,
     },
     Truncated,
 }
@@ -95,16 +111,25 @@ pub enum Failure {
 impl Failure {
     pub fn sentence(&self) -> String {
         match self {
-            Failure::Allocation { device, requested } => {
+            Failure::Allocation {
+                device,
+                space,
+                requested,
+            } => {
                 let exact = if requested.approximate {
                     String::new()
                 } else {
                     format!(" ({} bytes)", requested.bytes)
                 };
+                let place = Placement {
+                    device: *device,
+                    space: *space,
+                    evidence: String::new(),
+                };
                 format!(
-                    "XLA asked {} for one block of {}{exact} and could not get it.",
-                    device.words(),
-                    human_bytes(requested.bytes)
+                    "XLA asked for one block of {}{exact} of {} and could not get it.",
+                    human_bytes(requested.bytes),
+                    place.words(),
                 )
             }
             Failure::Tensor {
@@ -180,7 +205,7 @@ impl Failure {
                 capacity,
                 over,
             } => format!(
-                "The compiled program needs {} of {space} but {} are available: {} too much.",
+                "The compiler counted {} of {space} for the compiled program against {} available: {} too much.",
                 human_bytes(used.bytes),
                 human_bytes(capacity.bytes),
                 human_bytes(
@@ -222,17 +247,39 @@ impl Failure {
             Failure::NotAFailure => "The allocator says this is not a failure: it could not get the memory at once \
                                      and retried or fell back, which may only cost speed."
                 .into(),
-            Failure::Driver { error } => format!(
-                "The {} driver refused the memory{}: this happens when XLA grows its pool, usually because another \
-                 process holds the GPU.",
-                match error.as_deref() {
+            Failure::Driver { space, error } => {
+                let driver = match error.as_deref() {
                     Some(e) if e.starts_with("HIP") => "ROCm",
                     _ => "CUDA",
-                },
-                error
-                    .as_deref()
-                    .map(|e| format!(" ({e})"))
-                    .unwrap_or_default()
+                };
+                let code = error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default();
+                match space {
+                    MemorySpace::PinnedHost => format!(
+                        "The {driver} driver could not pin host memory{code}: page-locked host RAM for transfers, \
+                         not the GPU's memory."
+                    ),
+                    MemorySpace::Unified => format!(
+                        "The {driver} driver could not allocate unified memory{code}: GPU memory that host RAM backs."
+                    ),
+                    _ => format!(
+                        "The {driver} driver refused device memory{code}: this happens when a pool grows or a \
+                         library allocates beside it, usually because another process holds the GPU."
+                    ),
+                }
+            }
+            Failure::Context { device_total } => format!(
+                "The CUDA context (the driver's own state, a few hundred MiB) could not be created{}.",
+                device_total.map_or(String::new(), |t| format!(" on a GPU the driver says has {}", human_bytes(t.bytes)))
+            ),
+            Failure::Library {
+                library,
+                status,
+                requested,
+            } => format!(
+                "{} could not get memory{}{}: it allocates from what the pool leaves of the GPU.",
+                library.name(),
+                requested.map_or(String::new(), |r| format!(" for {}", human_bytes(r.bytes))),
+                status.as_deref().map(|s| format!(" ({s})")).unwrap_or_default()
             ),
             Failure::CommandBuffer { error } => format!(
                 "XLA could not instantiate a {} graph for one of its command buffers: the driver had no memory \
@@ -253,13 +300,25 @@ impl Failure {
     }
 }
 
-pub fn what_failed(msg: &OomMessage, problems: &[Problem]) -> Vec<Failure> {
+pub fn what_failed(msg: &OomMessage, place: &Placement, problems: &[Problem]) -> Vec<Failure> {
     let mut out = Vec::new();
     let tpu = msg.tpu.as_ref();
     if msg.not_a_failure {
         out.push(Failure::NotAFailure);
     }
-    if let Some(tensor) = &msg.tensor {
+    if msg.format == OomFormat::GpuContext {
+        out.push(Failure::Context {
+            device_total: msg
+                .device_total
+                .filter(|_| checks::usable(problems, Quantity::DeviceTotal)),
+        });
+    } else if msg.format == OomFormat::GpuLibrary {
+        out.push(Failure::Library {
+            library: msg.library.unwrap_or(Library::CuDnn),
+            status: msg.library_status.clone(),
+            requested: msg.requested,
+        });
+    } else if let Some(tensor) = &msg.tensor {
         out.push(Failure::Tensor {
             tensor: tensor.clone(),
             requested: msg.requested,
@@ -279,7 +338,8 @@ pub fn what_failed(msg: &OomMessage, problems: &[Problem]) -> Vec<Failure> {
                 device: msg.device.clone(),
             }),
             _ => out.push(Failure::Allocation {
-                device: Device::of(msg),
+                device: place.device,
+                space: place.space,
                 requested: r,
             }),
         }
@@ -306,6 +366,7 @@ pub fn what_failed(msg: &OomMessage, problems: &[Problem]) -> Vec<Failure> {
     }
     if msg.format == OomFormat::GpuDriver {
         out.push(Failure::Driver {
+            space: place.space,
             error: msg.driver_error.clone(),
         });
     }

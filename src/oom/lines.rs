@@ -43,6 +43,16 @@ pub const ANCHORS: &[&str] = &[
     "Due to fragmentation",
     "OOM when allocating tensor",
     "Failed to instantiate ",
+    "failed call to cuDevicePrimaryCtxRetain",
+    "Failed to determine best cudnn",
+    "Could not create cudnn handle",
+    "failed to create cublas handle",
+    "NCCL WARN ",
+    "Last NCCL warning",
+    "cuMemAllocAsync failed",
+    "Could not allocate ",
+    "Memory usage: ",
+    "Reported by CUDA",
 ];
 
 /// The logical lines of `text`.

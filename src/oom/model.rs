@@ -73,14 +73,19 @@ pub enum OomFormat {
     GpuAllocation,
     /// GPU: the allocator message with the `BufferAssignment OOM Debugging` block (2021-09 to 2024-05).
     GpuBufferAssignment,
-    /// GPU: `Failed to allocate request for ... on device ordinal N` (plain StreamExecutor allocation).
-    GpuFailedRequest,
+    /// `Failed to allocate request for ... on device ordinal N`: StreamExecutor's plain
+    /// allocator, which GPUs and older TPU runtimes both used; the device is what the log says.
+    DeviceFailedRequest,
     /// GPU: only the BFC allocator's log lines.
     GpuBfcAllocator,
     /// GPU: the CUDA or ROCm driver refused memory (`failed to allocate ... from device: CUDA_ERROR_OUT_OF_MEMORY`).
     GpuDriver,
     /// GPU: a CUDA/HIP graph (an XLA command buffer) could not be instantiated for lack of memory.
     GpuCommandBuffer,
+    /// GPU: the CUDA context could not be created (`cuDevicePrimaryCtxRetain`), before any pool exists.
+    GpuContext,
+    /// GPU: a library beside JAX's pool found no memory: cuDNN (autotuning, its handle), cuBLAS, NCCL.
+    GpuLibrary,
     /// GPU/CPU compile-time warnings: rematerialization could not reduce memory, arguments exceed the limit.
     GpuCompileWarnings,
     /// TensorFlow: `OOM when allocating tensor with shape[...] and type T on DEVICE by allocator A`.
@@ -105,10 +110,12 @@ impl OomFormat {
         match self {
             OomFormat::GpuAllocation => "gpu-allocation",
             OomFormat::GpuBufferAssignment => "gpu-buffer-assignment",
-            OomFormat::GpuFailedRequest => "gpu-failed-request",
+            OomFormat::DeviceFailedRequest => "device-failed-request",
             OomFormat::GpuBfcAllocator => "gpu-bfc-allocator",
             OomFormat::GpuDriver => "gpu-driver",
             OomFormat::GpuCommandBuffer => "gpu-command-buffer",
+            OomFormat::GpuContext => "gpu-context",
+            OomFormat::GpuLibrary => "gpu-library",
             OomFormat::GpuCompileWarnings => "gpu-compile-warnings",
             OomFormat::HostAllocation => "host-allocation",
             OomFormat::TfTensor => "tf-tensor",
@@ -127,12 +134,14 @@ impl OomFormat {
             OomFormat::GpuBufferAssignment => {
                 "GPU: an allocation failed, with XLA's buffer-assignment statistics"
             }
-            OomFormat::GpuFailedRequest => "GPU: a device allocation request failed",
+            OomFormat::DeviceFailedRequest => "a device allocation request failed",
             OomFormat::GpuBfcAllocator => "GPU: the BFC allocator ran out of memory",
             OomFormat::GpuDriver => "GPU: the CUDA or ROCm driver refused memory",
             OomFormat::GpuCommandBuffer => {
                 "GPU: a CUDA or HIP graph (XLA command buffer) could not be instantiated"
             }
+            OomFormat::GpuContext => "GPU: the CUDA context could not be created",
+            OomFormat::GpuLibrary => "GPU: cuDNN, cuBLAS or NCCL found no memory",
             OomFormat::GpuCompileWarnings => "GPU: compile-time memory warnings",
             OomFormat::HostAllocation => "host memory allocation failed",
             OomFormat::TfTensor => "TensorFlow: a tensor could not be allocated",
@@ -189,6 +198,55 @@ pub struct OomMessage {
     /// falls back); only a warning.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_a_failure: bool,
+    /// The allocation was of unified memory (`TF_FORCE_UNIFIED_MEMORY=1`):
+    /// device memory that host RAM backs.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unified: bool,
+    /// Which library beside the pool failed (`gpu-library`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<Library>,
+    /// The library's status (`CUDNN_STATUS_INTERNAL_ERROR`, `CUBLAS_STATUS_ALLOC_FAILED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library_status: Option<String>,
+    /// What the driver said of the whole device: `total memory reported: N`,
+    /// `Memory usage: F bytes free, T bytes total`, `Free memory/Total memory: F/T`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_total: Option<Amount>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_free: Option<Amount>,
+    /// The replica or device the log line names (`Execution of replica 1 failed`,
+    /// `device ordinal 3`, `(0x3x0_HBM1)`, `TPU:6`): the same failure on two
+    /// devices is two messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
+    /// The XLA message asks for a bug report (`It should not be possible to run
+    /// out of smem - please file a bug against XLA`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub xla_bug: bool,
+    /// The logical line of the text where the message starts (to read the log around it).
+    #[serde(skip)]
+    pub line: usize,
+}
+
+/// A GPU library that takes memory beside JAX's (or TensorFlow's) pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Library {
+    /// cuDNN: its handle, or the scratch its convolution autotuning tries.
+    CuDnn,
+    CuBlas,
+    /// NCCL, the collectives between GPUs: its buffers at communicator set-up.
+    Nccl,
+}
+
+impl Library {
+    pub fn name(self) -> &'static str {
+        match self {
+            Library::CuDnn => "cuDNN",
+            Library::CuBlas => "cuBLAS",
+            Library::Nccl => "NCCL",
+        }
+    }
 }
 
 impl OomMessage {
@@ -215,6 +273,14 @@ impl OomMessage {
             driver_error: None,
             tensor: None,
             not_a_failure: false,
+            unified: false,
+            library: None,
+            library_status: None,
+            device_total: None,
+            device_free: None,
+            replica: None,
+            xla_bug: false,
+            line: 0,
         }
     }
 }

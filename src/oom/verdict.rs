@@ -4,8 +4,10 @@
 use serde::Serialize;
 
 use super::checks::Problem;
-use super::explain::{within_rounding, Device};
-use super::model::{human as h, Amount, OomFormat, OomMessage};
+use super::device::{Device, MemorySpace, Placement};
+use super::explain::within_rounding;
+use super::model::{human as h, Amount, Library, OomFormat, OomMessage};
+use super::readings::CapacityProof;
 use crate::units::human_bytes;
 
 /// Which allocation of the program failed, when the stats say.
@@ -56,20 +58,42 @@ pub enum Verdict {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         available: Option<Amount>,
     },
-    /// TPU run time: the program fits the device, but not beside what else
-    /// is live; `usable` is what could really be had (reservable, or the
-    /// largest contiguous region).
+    /// Run time: memory could not be had; `usable` is what could really be
+    /// had (reservable, or the largest contiguous region). Whether the
+    /// program is too big or other arrays hold the room is said only when a
+    /// capacity table (`proof`) shows it.
     NoRoomAtRunTime {
+        device: Device,
         requested: Amount,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         free: Option<Amount>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usable: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<CapacityProof>,
     },
-    /// The CUDA/ROCm driver refused memory: the GPU is held by someone else.
+    /// The driver refused memory: device memory (held elsewhere), or pinned
+    /// host memory (RAM, or the driver's own state for tiny requests).
     DriverRefused {
+        space: MemorySpace,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         requested: Option<Amount>,
+    },
+    /// The CUDA context could not be created: the GPU is full before this
+    /// process has allocated anything.
+    ContextFailed {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device_total: Option<Amount>,
+    },
+    /// cuDNN, cuBLAS or NCCL found no memory outside the pool.
+    LibraryFailed {
+        library: Library,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        free: Option<Amount>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        total: Option<Amount>,
     },
     /// A CUDA/HIP graph (XLA command buffer) found no driver memory.
     CommandBuffer {
@@ -93,9 +117,14 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn of(msg: &OomMessage, problems: &[Problem]) -> Verdict {
+    pub fn of(msg: &OomMessage, place: &Placement, problems: &[Problem]) -> Verdict {
         if let Some(bytes) = problems.iter().find_map(|p| match p {
-            Problem::ImpossibleSize { bytes, .. } | Problem::Wraparound { bytes, .. } => {
+            Problem::ImpossibleSize { bytes, .. } => Some(*bytes),
+            // A driver's total printed from a negative figure is the driver's
+            // report gone wrong, not a size the program asked for.
+            Problem::Wraparound { quantity, bytes }
+                if *quantity != super::checks::Quantity::DeviceTotal =>
+            {
                 Some(*bytes)
             }
             _ => None,
@@ -111,8 +140,21 @@ impl Verdict {
                 requested: msg.requested,
             };
         }
+        let usable_total = msg
+            .device_total
+            .filter(|_| super::checks::usable(problems, super::checks::Quantity::DeviceTotal));
         match msg.format {
+            OomFormat::GpuContext => Verdict::ContextFailed {
+                device_total: usable_total,
+            },
+            OomFormat::GpuLibrary => Verdict::LibraryFailed {
+                library: msg.library.unwrap_or(Library::CuDnn),
+                requested: msg.requested,
+                free: msg.device_free.filter(|_| usable_total.is_some()),
+                total: usable_total,
+            },
             OomFormat::GpuDriver => Verdict::DriverRefused {
+                space: place.space,
                 requested: msg.requested,
             },
             OomFormat::GpuCommandBuffer => Verdict::CommandBuffer {
@@ -120,9 +162,11 @@ impl Verdict {
             },
             OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate => match msg.requested {
                 Some(requested) => Verdict::NoRoomAtRunTime {
+                    device: place.device,
                     requested,
                     free: t.free,
                     usable: t.reservable.or(t.largest_free_region),
+                    proof: CapacityProof::of(msg),
                 },
                 None => Verdict::Unknown,
             },
@@ -199,7 +243,7 @@ impl Verdict {
                         None
                     };
                     Verdict::PoolTooSmall {
-                        device: Device::of(msg),
+                        device: place.device,
                         requested,
                         needs: msg.stats.total,
                         allocating,
@@ -217,7 +261,8 @@ impl Verdict {
     pub fn sentence(&self) -> String {
         match self {
             Verdict::ShapeMistake { bytes } => format!(
-                "a size of {}: a shape mistake, not a memory shortage; check the shapes first",
+                "a size of {}: more than any single device holds, so a shape mistake (a dimension too many, sizes \
+                 multiplied where they should not be) or a problem that must be split; no memory setting fixes it",
                 human_bytes(*bytes)
             ),
             Verdict::PoolTooSmall {
@@ -228,7 +273,9 @@ impl Verdict {
             } => {
                 let pool = match device {
                     Device::Host => "host memory",
-                    _ => "the GPU pool",
+                    Device::Gpu => "the GPU pool",
+                    Device::Tpu => "the TPU",
+                    Device::Unknown => "the device (the text does not say which)",
                 };
                 let when = match allocating {
                     Some(Allocating::TempBlock) => "when the temp block was allocated",
@@ -255,7 +302,8 @@ impl Verdict {
             } => {
                 let Some(available) = available else {
                     return format!(
-                        "the program needs at least {} of {space}; the message does not say how much there is",
+                        "the compiler counted at least {} of {space} for the program; the message does not say how \
+                         much the device has",
                         human_bytes(needs.bytes)
                     );
                 };
@@ -267,14 +315,16 @@ impl Verdict {
                 } else {
                     String::new()
                 };
-                // On-chip memory holds one kernel's working set, not the program.
+                // On-chip memory holds one kernel's working set, not the
+                // program. "Needs" is said once, where the figure comes from:
+                // the compiler's count.
                 let who = if matches!(space.as_str(), "vmem" | "smem") {
-                    "one kernel"
+                    "one kernel's"
                 } else {
-                    "the program"
+                    "the program's"
                 };
                 format!(
-                    "{who} needs {} of {space}, {} are available: {} over{ratio}",
+                    "the compiler counted {} of {space} for {who} buffers, {} are available: {} over{ratio}",
                     human_bytes(needs.bytes),
                     human_bytes(available.bytes),
                     human_bytes(over)
@@ -297,9 +347,11 @@ impl Verdict {
                 h(*available)
             ),
             Verdict::NoRoomAtRunTime {
+                device,
                 requested,
                 free,
                 usable,
+                proof,
             } => {
                 let usable = match (usable, free) {
                     (Some(u), Some(f)) if u.bytes < f.bytes => format!(
@@ -310,15 +362,68 @@ impl Verdict {
                     (_, Some(f)) => format!(" ({} free)", human_bytes(f.bytes)),
                     _ => String::new(),
                 };
-                format!(
-                    "{} could not be had at run time{usable}: other arrays on the device hold the room",
-                    human_bytes(requested.bytes)
-                )
+                let on = match device {
+                    Device::Tpu => " on the TPU",
+                    _ => "",
+                };
+                match proof {
+                    Some(p) => format!("{} could not be had at run time{on}{usable}: {}", human_bytes(requested.bytes), p.sentence()),
+                    None => format!(
+                        "{} could not be had at run time{on}{usable}: either the program is too big for the device, \
+                         or arrays from earlier calls hold the room; the message does not say which",
+                        human_bytes(requested.bytes)
+                    ),
+                }
             }
-            Verdict::DriverRefused { requested } => format!(
-                "the driver refused {}: the GPU's memory is held elsewhere (another process, or this one's pool)",
-                h(*requested)
+            Verdict::DriverRefused { space, requested } => match space {
+                MemorySpace::PinnedHost if requested.is_some_and(|r| r.bytes < 1 << 20) => format!(
+                    "the GPU driver could not pin {} of host memory: no host runs out of RAM at that size, so the \
+                     driver itself had no room (the GPU is usually held whole by a pool, or by another process)",
+                    h(*requested)
+                ),
+                MemorySpace::PinnedHost => format!(
+                    "the GPU driver could not pin {} of host memory: host RAM (or the limit on locked memory) is \
+                     short, not the GPU's memory",
+                    h(*requested)
+                ),
+                MemorySpace::Unified => format!(
+                    "the driver refused {} of unified memory: the GPU and the host RAM behind it are both taken",
+                    h(*requested)
+                ),
+                _ => format!(
+                    "the driver refused {}: the GPU's memory is held elsewhere (another process, or this one's pool)",
+                    h(*requested)
+                ),
+            },
+            Verdict::ContextFailed { device_total } => format!(
+                "the CUDA context could not be created{}: the driver had no room for it before this process's pool \
+                 existed, so something else holds the GPU (another process, a second framework in this one, or a \
+                 cluster's limit on the device)",
+                device_total.map_or(String::new(), |t| format!(" on a GPU of {}", human_bytes(t.bytes)))
             ),
+            Verdict::LibraryFailed {
+                library,
+                requested,
+                free,
+                total,
+            } => match (free, total) {
+                (Some(f), Some(t)) if f.bytes >= t.bytes / 2 => format!(
+                    "{} failed with {} of {} free: not a memory shortage; the library failed for another reason \
+                     (its installation or version)",
+                    library.name(),
+                    human_bytes(f.bytes),
+                    human_bytes(t.bytes)
+                ),
+                _ => format!(
+                    "{} found no memory{}: it allocates outside the pool, from what the pool leaves of the GPU{}",
+                    library.name(),
+                    requested.map_or(String::new(), |r| format!(" for {}", human_bytes(r.bytes))),
+                    match (free, total) {
+                        (Some(f), Some(t)) => format!(" ({} of {} free)", human_bytes(f.bytes), human_bytes(t.bytes)),
+                        _ => String::new(),
+                    }
+                ),
+            },
             Verdict::CommandBuffer { .. } => "the GPU driver had no memory left to instantiate an XLA command \
                  buffer (a CUDA or HIP graph); graphs take memory outside JAX's pool"
                 .into(),

@@ -66,45 +66,74 @@ pub fn render_markdown(report: &ExplainReport, out: &mut dyn Write) -> io::Resul
 }
 
 fn render(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
-    render_one(r, s, out)?;
-    for (i, other) in r.others.iter().enumerate() {
-        writeln!(out)?;
-        let heading = format!(
-            "Another out-of-memory message in the same text ({} of {})",
-            i + 2,
-            r.others.len() + 1
-        );
-        if s.markdown {
-            writeln!(out, "---")?;
+    let all = r.in_order();
+    for (i, one) in all.iter().enumerate() {
+        if all.len() > 1 {
+            if i > 0 {
+                writeln!(out)?;
+                if s.markdown {
+                    writeln!(out, "---")?;
+                    writeln!(out)?;
+                }
+            }
+            let lead = if std::ptr::eq(*one, r) {
+                ", the first error"
+            } else {
+                ""
+            };
+            let heading = format!(
+                "Message {} of {} in the text{lead}",
+                one.position,
+                all.len()
+            );
+            writeln!(out, "{}", s.heading(&heading))?;
             writeln!(out)?;
         }
-        writeln!(out, "{}", s.heading(&heading))?;
-        writeln!(out)?;
-        render_one(other, s, out)?;
+        render_one(one, s, out)?;
     }
     Ok(())
+}
+
+/// The format's words without a device in front: the device is said from
+/// the evidence, not from the format's name.
+fn what(description: &str) -> &str {
+    ["GPU: ", "TPU: "]
+        .iter()
+        .find_map(|p| description.strip_prefix(p))
+        .unwrap_or(description)
 }
 
 fn render_one(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<()> {
     let e = &r.explanation;
     let truncated = if r.truncated { ", cut off" } else { "" };
-    let description = e.format.description();
+    let place = &e.situation.placement;
+    let title = format!(
+        "Out of memory in {}: {}",
+        place.words(),
+        what(e.format.description())
+    );
     if s.markdown {
-        writeln!(
-            out,
-            "## Out of memory: {description} (`{}`{truncated})",
-            r.format
-        )?;
+        writeln!(out, "## {title} (`{}`{truncated})", r.format)?;
         writeln!(out)?;
         writeln!(out, "**Verdict:** {}", r.verdict)?;
     } else {
+        writeln!(out, "{} ({}{truncated})", s.heading(&title), r.format)?;
+        writeln!(out, "Verdict: {}", r.verdict)?;
+    }
+    if !r.same_failure_as.is_empty() {
+        let others: Vec<String> = r.same_failure_as.iter().map(usize::to_string).collect();
         writeln!(
             out,
-            "{} ({}{truncated})",
-            s.heading(&format!("Out of memory: {description}")),
-            r.format
+            "The same failure as message{} {} on another device: each device holds the whole program.",
+            if others.len() == 1 { "" } else { "s" },
+            others.join(", ")
         )?;
-        writeln!(out, "Verdict: {}", r.verdict)?;
+    }
+
+    writeln!(out)?;
+    writeln!(out, "{}", s.heading("Where and what"))?;
+    for line in situation_lines(e) {
+        writeln!(out, "{}{line}", s.item())?;
     }
 
     if !e.problems.is_empty() {
@@ -236,10 +265,42 @@ fn render_one(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<(
         }
     }
 
+    if let Some(u) = &e.undecided {
+        writeln!(out)?;
+        writeln!(out, "{}", s.heading("What the message cannot tell"))?;
+        if let [only] = u.readings.as_slice() {
+            writeln!(out, "{}{}:", s.item(), capitalize(&u.why))?;
+            writeln!(out, "{}  {only}", s.item())?;
+            writeln!(out, "{}To find what it is:", s.item())?;
+        } else {
+            let n = match u.readings.len() {
+                2 => "two".to_string(),
+                3 => "three".to_string(),
+                n => n.to_string(),
+            };
+            writeln!(
+                out,
+                "{}{}; {n} readings fit it:",
+                s.item(),
+                capitalize(&u.why)
+            )?;
+            for (i, reading) in u.readings.iter().enumerate() {
+                writeln!(out, "{}  {}. {reading}", s.item(), i + 1)?;
+            }
+            writeln!(out, "{}To tell them apart:", s.item())?;
+        }
+        for how in &u.how_to_tell {
+            writeln!(out, "{}  - {how}", s.item())?;
+        }
+    }
+
     writeln!(out)?;
-    writeln!(out, "{}", s.heading("What to try, largest saving first"))?;
+    writeln!(out, "{}", s.heading("What to try, in order"))?;
     if r.advice.is_empty() {
         writeln!(out, "{}nothing specific: the message says too little; run with XLA_FLAGS=--xla_dump_to=DIR and use --dump DIR", s.item())?;
+    }
+    if let Some(g) = &e.gap {
+        writeln!(out, "{}The program is {}.", s.item(), g.sentence())?;
     }
     let indent = if s.markdown { "" } else { "  " };
     for (i, a) in r.advice.iter().enumerate() {
@@ -249,9 +310,87 @@ fn render_one(r: &ExplainReport, s: &Style, out: &mut dyn Write) -> io::Result<(
         };
         writeln!(out, "{indent}{}. {}{saves}", i + 1, a.action)?;
         writeln!(out, "{indent}   {}", a.why)?;
+        if let Some(f) = &a.feasibility {
+            writeln!(out, "{indent}   {f}")?;
+        }
         for link in &a.links {
             writeln!(out, "{indent}   see {link}")?;
         }
     }
+    if !e.ruled_out.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "{}",
+            s.heading("Not offered: the message's figures rule it out")
+        )?;
+        for r in &e.ruled_out {
+            writeln!(out, "{}{}", s.item(), r.why)?;
+        }
+    }
     Ok(())
+}
+
+fn capitalize(text: &str) -> String {
+    let mut c = text.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// Where the memory is, what the program is doing, and what the log shows
+/// of the framework and settings, each with what says so.
+fn situation_lines(e: &crate::oom::explain::Explanation) -> Vec<String> {
+    use crate::oom::situation::{RematBy, Workload};
+    let s = &e.situation;
+    let mut out = vec![match s.placement.device {
+        crate::oom::device::Device::Unknown => format!(
+            "Memory: which device, the text does not say: {}",
+            s.placement.evidence
+        ),
+        _ => format!("Memory: {} ({})", s.placement.words(), s.placement.evidence),
+    }];
+    match &s.workload {
+        Workload::Training { evidence } => {
+            out.push(format!("Program: a training step ({evidence})"))
+        }
+        Workload::Inference { evidence } => out.push(format!("Program: inference ({evidence})")),
+        Workload::Unknown => {}
+    }
+    if let Some(f) = &s.framework {
+        out.push(format!("Framework: {} (`{}`)", f.value.name(), f.evidence));
+    }
+    if let Some(a) = &s.app {
+        out.push(format!(
+            "Application: {} (`{}`)",
+            a.value.name(),
+            a.evidence
+        ));
+    }
+    if let Some(f) = &s.settings.memory_fraction {
+        out.push(format!("Setting: {}", f.evidence));
+    }
+    if let Some(p) = &s.settings.preallocate_off {
+        out.push(format!("Setting: preallocation off ({p})"));
+    }
+    if let Some(u) = &s.settings.unified_memory {
+        out.push(format!("Setting: unified memory ({u})"));
+    }
+    if let Some(r) = &s.remat {
+        out.push(match r.by {
+            RematBy::User => format!("Rematerialization: yours, jax.checkpoint ({})", r.evidence),
+            RematBy::Xla => format!(
+                "Rematerialization: XLA's own pass only ({}), not jax.checkpoint",
+                r.evidence
+            ),
+        });
+    }
+    if let Some(r) = &s.replicated {
+        out.push(format!(
+            "Replicated: the same failure on {} ({})",
+            r.on.len(),
+            r.on.join(", ")
+        ));
+    }
+    out
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::oom::explain::Explanation;
+use crate::oom::feasibility::Feasibility;
 use crate::oom::model::{Amount, OomMessage};
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -29,6 +30,11 @@ pub struct ExplainReport {
     pub explanation: Explanation,
     /// `explanation.advice` in words, in the same order.
     pub advice: Vec<AdviceWords>,
+    /// Where this message stands in the text (1 is the first).
+    pub position: usize,
+    /// The positions of the other messages that are the same failure on other devices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub same_failure_as: Vec<usize>,
     /// Other out-of-memory messages in the same text, each explained, in the
     /// order they appear (this one, the first error, leads).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -44,6 +50,10 @@ pub struct AdviceWords {
     pub saves_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<&'static str>,
+    /// What the message's figures say of it: that it closes the gap alone,
+    /// or saves at most part of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feasibility: Option<String>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -85,6 +95,24 @@ pub struct TpuJson {
     pub approximate: bool,
 }
 
+fn feasibility_words(f: &Feasibility) -> Option<String> {
+    let h = crate::units::human_bytes;
+    match f {
+        Feasibility::Closes { gap_bytes } => {
+            Some(format!("alone, this closes the {} gap", h(*gap_bytes)))
+        }
+        Feasibility::Partial {
+            saves_at_most,
+            gap_bytes,
+        } => Some(format!(
+            "not alone: it saves at most {} of the {} over",
+            h(*saves_at_most),
+            h(*gap_bytes)
+        )),
+        Feasibility::Unknown => None,
+    }
+}
+
 fn bytes(a: Option<Amount>) -> Option<u64> {
     a.map(|a| a.bytes)
 }
@@ -94,6 +122,41 @@ impl ExplainReport {
     pub fn with_others(mut self, others: Vec<ExplainReport>) -> ExplainReport {
         self.others = others;
         self
+    }
+
+    /// This message and the others, in the order they appear in the text.
+    pub fn in_order(&self) -> Vec<&ExplainReport> {
+        let mut all: Vec<&ExplainReport> = std::iter::once(self).chain(&self.others).collect();
+        all.sort_by_key(|r| r.position);
+        all
+    }
+
+    /// The reports of every message of a log, in text order, as one report:
+    /// the first error leads (its fields are the document's), the others
+    /// follow it under `others`.
+    pub fn of_log(
+        messages: &[OomMessage],
+        explanations: Vec<Explanation>,
+    ) -> Option<ExplainReport> {
+        let lead = crate::oom::lead_index(messages)?;
+        let groups = crate::oom::relate::same_failure(messages);
+        let mut reports: Vec<ExplainReport> = messages
+            .iter()
+            .zip(explanations)
+            .enumerate()
+            .map(|(i, (m, e))| {
+                let mut r = ExplainReport::build(m, e);
+                r.position = i + 1;
+                r.same_failure_as = groups
+                    .iter()
+                    .find(|g| g.contains(&i))
+                    .map(|g| g.iter().filter(|&&j| j != i).map(|j| j + 1).collect())
+                    .unwrap_or_default();
+                r
+            })
+            .collect();
+        let first = reports.remove(lead);
+        Some(first.with_others(reports))
     }
 
     pub fn build(msg: &OomMessage, explanation: Explanation) -> ExplainReport {
@@ -161,14 +224,20 @@ impl ExplainReport {
             advice: explanation
                 .advice
                 .iter()
-                .map(|a| AdviceWords {
-                    action: a.action(),
-                    why: a.why(),
-                    saves_bytes: a.saves_bytes(),
-                    links: a.links().to_vec(),
+                .map(|r| {
+                    let s = &explanation.situation;
+                    AdviceWords {
+                        action: r.advice.action(s),
+                        why: r.advice.why(s),
+                        saves_bytes: r.advice.saves_bytes(),
+                        links: r.advice.links(s),
+                        feasibility: feasibility_words(&r.feasibility),
+                    }
                 })
                 .collect(),
             explanation,
+            position: 1,
+            same_failure_as: Vec::new(),
             others: Vec::new(),
         }
     }

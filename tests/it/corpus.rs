@@ -234,7 +234,7 @@ fn corpus_every_oom_message_is_recognized() {
         ("037", "gpu-buffer-assignment", true, 0),
         ("039", "tpu-compile-abort", false, 0),
         ("041", "gpu-compile-warnings", true, 0),
-        ("043", "gpu-failed-request", false, 0),
+        ("043", "device-failed-request", false, 0),
     ];
     let files: Vec<_> = std::fs::read_dir(root.join("oom"))
         .unwrap()
@@ -298,8 +298,11 @@ fn corpus_oom_advice_fits_each_message() {
             .unwrap_or_default()
             .trim_start_matches("# source: ");
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-        let msg = hlomem::oom::read(&text).unwrap();
-        let e = hlomem::oom::explain::explain(&msg, None);
+        // The leading message, explained with the log around it.
+        let log = hlomem::oom::read_log(&text);
+        let lead = hlomem::oom::lead_index(&log.messages).unwrap();
+        let msg = &log.messages[lead];
+        let e = hlomem::oom::explain_log(&log, None).swap_remove(lead);
         out += &format!(
             "{name} ({source}) {}\n  verdict: {}\n",
             msg.format.name(),
@@ -310,9 +313,10 @@ fn corpus_oom_advice_fits_each_message() {
         }
         for a in &e.advice {
             let saves = a
+                .advice
                 .saves_bytes()
                 .map_or("not measurable".to_string(), hlomem::units::human_bytes);
-            out += &format!("  - {} [{saves}]\n", a.action());
+            out += &format!("  - {} [{saves}]\n", a.advice.action(&e.situation));
         }
     }
     crate::support::snapshot_settings().bind(|| insta::assert_snapshot!("corpus_oom_advice", out));

@@ -93,6 +93,13 @@ fn value(msg: &OomMessage, key: &str) -> Option<String> {
         "available" => amount(t.available),
         "sparse_core" => amount(t.sparse_core),
         "total" => amount(msg.stats.total),
+        "device_total" => amount(msg.device_total),
+        "device_free" => amount(msg.device_free),
+        "library" => msg.library.map(|l| l.name().to_string()),
+        "library_status" => msg.library_status.clone(),
+        // Written with `_` for its space (`GPU_0`): expectations split on spaces.
+        "replica" => msg.replica.as_ref().map(|r| r.replace(' ', "_")),
+        "unified" => Some(msg.unified.to_string()),
         "buffers" => Some(msg.peak_buffers.len().to_string()),
         "remat_limit" => warning(|w| match w {
             oom::model::Warning::Rematerialization { limit_bytes, .. } => *limit_bytes,
@@ -135,7 +142,13 @@ fn value(msg: &OomMessage, key: &str) -> Option<String> {
 fn numeric(key: &str) -> bool {
     !matches!(
         key,
-        "stack_instruction" | "custom_kernel" | "allocator" | "device" | "driver_error"
+        "stack_instruction"
+            | "custom_kernel"
+            | "allocator"
+            | "device"
+            | "driver_error"
+            | "library_status"
+            | "replica"
     )
 }
 
@@ -174,9 +187,16 @@ fn headline(text: &str) -> usize {
     text.lines()
         .position(|l| {
             let l = l.to_lowercase();
-            ["memory", "allocat", "byte size", "usage"]
-                .iter()
-                .any(|w| l.contains(w))
+            [
+                "memory",
+                "allocat",
+                "byte size",
+                "usage",
+                "handle",
+                "calloc",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
         })
         .expect("a headline")
 }
@@ -314,7 +334,9 @@ fn the_same_error_printed_twice_is_one_message() {
 /// No advice contradicts what the message shows, for every phrasing and every sample.
 #[test]
 fn advice_never_contradicts_the_message() {
-    use hlomem::oom::advice::{Advice, Saving, Workload};
+    use hlomem::oom::advice::Advice;
+    use hlomem::oom::feasibility::Feasibility;
+    use hlomem::oom::situation::Workload;
     let mut texts: Vec<(String, String)> =
         catalog().into_iter().map(|e| (e.name, e.text)).collect();
     for entry in
@@ -329,9 +351,9 @@ fn advice_never_contradicts_the_message() {
         }
     }
     for (name, text) in texts {
-        for msg in oom::read_all(&text) {
-            let e = oom::explain::explain(&msg, None);
-            let kinds: Vec<&Advice> = e.advice.iter().collect();
+        let log = oom::read_log(&text);
+        for (msg, e) in log.messages.iter().zip(oom::explain_log(&log, None)) {
+            let kinds: Vec<&Advice> = e.advice.iter().map(|r| &r.advice).collect();
             let has = |f: fn(&Advice) -> bool| kinds.iter().any(|a| f(a));
             let t = msg.tpu.clone().unwrap_or_default();
             let on_chip =
@@ -340,7 +362,9 @@ fn advice_never_contradicts_the_message() {
                 assert!(
                     !has(|a| matches!(
                         a,
-                        Advice::Shard | Advice::SmallerBatch { .. } | Advice::Rematerialize { .. }
+                        Advice::Shard { .. }
+                            | Advice::SmallerBatch { .. }
+                            | Advice::Rematerialize { .. }
                     )),
                     "{name}: device-wide advice for on-chip memory: {kinds:?}"
                 );
@@ -351,7 +375,9 @@ fn advice_never_contradicts_the_message() {
             ) || msg.host
             {
                 assert!(
-                    !has(|a| matches!(a, Advice::Shard)),
+                    !has(
+                        |a| matches!(a, Advice::Shard { replicated_on } if replicated_on.is_empty())
+                    ),
                     "{name}: sharding does not free run-time room: {kinds:?}"
                 );
             }
@@ -360,7 +386,7 @@ fn advice_never_contradicts_the_message() {
                     !has(|a| matches!(
                         a,
                         Advice::Rematerialize { .. }
-                            | Advice::GpuPool
+                            | Advice::PoolFraction { raise: true, .. }
                             | Advice::DonateMatchingInput { .. }
                     )),
                     "{name}: device advice for host memory: {kinds:?}"
@@ -377,35 +403,34 @@ fn advice_never_contradicts_the_message() {
                     "{name}: a shape mistake must lead: {kinds:?}"
                 );
                 assert!(
-                    !has(|a| matches!(a, Advice::SmallerBatch { .. } | Advice::Shard)),
+                    !has(|a| matches!(a, Advice::SmallerBatch { .. } | Advice::Shard { .. })),
                     "{name}: advice computed from an impossible size: {kinds:?}"
                 );
             }
-            if e.situation.workload == Workload::Inference || e.situation.remat.is_some() {
+            if matches!(e.situation.workload, Workload::Inference { .. }) {
                 assert!(
                     !has(|a| matches!(a, Advice::Rematerialize { .. })),
-                    "{name}: remat advice that does not fit: {kinds:?}"
+                    "{name}: remat advice for a program that does not train: {kinds:?}"
                 );
             }
             for a in &e.advice {
                 assert!(
-                    !a.action().contains("PREALLOCATE=false"),
+                    !a.advice.action(&e.situation).contains("PREALLOCATE=false"),
                     "{name}: preallocation offered as a fix"
                 );
             }
-            // Ranked: shape checks, then savings largest first, then what cannot be measured.
-            let savings: Vec<Option<u64>> = e
-                .advice
-                .iter()
-                .filter(|a| !matches!(a, Advice::CheckShapes { .. }))
-                .map(|a| match a.saving() {
-                    Saving::Bytes(b) => Some(b),
-                    Saving::NotMeasurable => None,
-                })
-                .collect();
-            let mut sorted = savings.clone();
-            sorted.sort_by(|a, b| b.cmp(a));
-            assert_eq!(savings, sorted, "{name}: advice out of order");
+            // Ranked: shape checks and bug reports, then what closes the gap,
+            // then the rest; the dump last.
+            let group = |r: &hlomem::oom::advice::Ranked| match (&r.advice, &r.feasibility) {
+                (Advice::CheckShapes { .. } | Advice::ReportXlaBug, _) => 0,
+                (_, Feasibility::Closes { .. }) => 1,
+                (Advice::DumpTheProgram, _) => 3,
+                _ => 2,
+            };
+            let groups: Vec<u8> = e.advice.iter().map(group).collect();
+            let mut sorted = groups.clone();
+            sorted.sort();
+            assert_eq!(groups, sorted, "{name}: advice out of order: {kinds:?}");
         }
     }
 }
