@@ -67,6 +67,42 @@ pub struct Totals {
     /// assignment (TPU VMEM and the other on-chip spaces, placed by memory-space
     /// assignment) adds to `total_bytes`: that total is then hlomem's estimate.
     pub total_exact: bool,
+    /// Why device memory (and so the total) is hlomem's estimate, when it is:
+    /// the default space's `exact` is then `false`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_estimates: Vec<DeviceEstimate>,
+}
+
+/// What hlomem cannot know about a module's device memory from its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum DeviceEstimate {
+    /// A TPU module whose chip nobody named holds a tuple table in HBM:
+    /// 512 bytes on v4 and v5e, 32 on v5p and v6e; sized as on v5e.
+    ChipAssumed,
+    /// The HBM heap's size depends on the order libtpu packs it in, which
+    /// the text does not say: each order's size, the first reported.
+    PackingOrder(heap::OrderSizes),
+}
+
+impl DeviceEstimate {
+    /// Why, in words, for every renderer.
+    pub fn describe(&self) -> String {
+        use crate::units::human_bytes;
+        match self {
+            DeviceEstimate::ChipAssumed => {
+                "the TPU chip is assumed (tuple tables differ by chip; --tpu sets it)".into()
+            }
+            DeviceEstimate::PackingOrder(s) => format!(
+                "libtpu's packing order decides, and the text does not say which it keeps: \
+                 its temporaries take {} packed in definition order (shown), {} biggest-first, \
+                 {} longest-first",
+                human_bytes(s.definition),
+                human_bytes(s.biggest_first),
+                human_bytes(s.longest_first)
+            ),
+        }
+    }
 }
 
 /// One memory space's share of the allocations.
@@ -136,6 +172,14 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
     if target.chip_assumed() && holds_tuple_table(module, &dataflow, &assignment) {
         // A TPU tuple table is 512 bytes on v4 and v5e, 32 on v5p and v6e,
         // and the text does not name the chip: device memory is v5e's guess.
+        totals.device_estimates.push(DeviceEstimate::ChipAssumed);
+    }
+    if let Some(sizes) = assignment.heap.order_sizes {
+        totals
+            .device_estimates
+            .push(DeviceEstimate::PackingOrder(sizes));
+    }
+    if !totals.device_estimates.is_empty() {
         for space in totals.by_space.iter_mut().filter(|s| s.color == 0) {
             space.exact = false;
         }

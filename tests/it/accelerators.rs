@@ -135,6 +135,28 @@ fn corpus_accelerator_memory_equals_xla() {
                 .and_then(|b| b.as_u64());
             pairs.push(("space", space.bytes, theirs.or(Some(0))));
         }
+        // HBM said to be an estimate because the packing orders disagree:
+        // XLA's figure is one of them, so it lies between the smallest and
+        // the largest (the rest of the space, outside the heap, is exact).
+        for estimate in &memory.device_estimates {
+            if let hlomem::analysis::DeviceEstimate::PackingOrder(o) = estimate {
+                let space = memory.by_space.iter().find(|s| s.color == 0).unwrap();
+                let rest = space.bytes - o.definition;
+                let sizes = [o.definition, o.biggest_first, o.longest_first];
+                let (low, high) = (
+                    rest + sizes.iter().min().unwrap(),
+                    rest + sizes.iter().max().unwrap(),
+                );
+                let theirs = by_color.get("0").and_then(|b| b.as_u64()).unwrap_or(0);
+                if !(low..=high).contains(&theirs) {
+                    pairs.push((
+                        "HBM outside its packing orders' range",
+                        space.bytes,
+                        Some(theirs),
+                    ));
+                }
+            }
+        }
         for (color, bytes) in by_color {
             let color: u64 = color.parse().unwrap();
             if hlomem::target::Target::detect(&hlomem::load_module(&lone).unwrap())

@@ -37,12 +37,29 @@ pub struct HeapResult {
     pub chunks: Vec<(ValueId, Chunk)>,
     /// The most bytes live at once without fragmentation (`NoFragmentationStatsHeap`).
     pub peak_live: u64,
+    /// When the packing order is the one libtpu was seen to use and the
+    /// other orders XLA knows give other sizes: each order's heap size. libtpu
+    /// has been seen to keep each of the three, so the size is then hlomem's
+    /// estimate, not XLA's number.
+    pub order_sizes: Option<OrderSizes>,
+}
+
+/// The heap size of one memory space packed in each order XLA's heaps use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct OrderSizes {
+    /// In the order the values are first defined (what hlomem reports).
+    pub definition: u64,
+    /// Biggest first.
+    pub biggest_first: u64,
+    /// Longest-lived first.
+    pub longest_first: u64,
 }
 
 impl HeapResult {
     /// Adds another memory space's packing: chunks stay sorted by value.
     pub fn absorb(&mut self, other: HeapResult) {
         self.heap_size = self.heap_size.max(other.heap_size);
+        self.order_sizes = self.order_sizes.or(other.order_sizes);
         self.peak_live = self.peak_live.saturating_add(other.peak_live);
         self.chunks.extend(other.chunks);
         self.chunks.sort_by_key(|(v, _)| *v);
@@ -198,8 +215,32 @@ pub fn simulate(
         })
         .collect();
 
+    let mut order_sizes = None;
     let (heap_size, offsets) = match target.heap_order(color) {
-        HeapOrder::StartTime => pack(&groups, alignment, Order::Start),
+        HeapOrder::StartTime => {
+            // libtpu's HBM heap kept definition order on 65 of 65 modules
+            // once, but biggest-first on a transformer step whose 8 GB
+            // rematerialized values it could stack, and longest-first on
+            // another: when the orders disagree, which one it keeps is not
+            // known, and the size is said to be an estimate.
+            let (start, (spatial, temporal)) = rayon::join(
+                || pack(&groups, alignment, Order::Start),
+                || {
+                    rayon::join(
+                        || pack(&groups, alignment, Order::Spatial).0,
+                        || pack(&groups, alignment, Order::Temporal).0,
+                    )
+                },
+            );
+            if spatial != start.0 || temporal != start.0 {
+                order_sizes = Some(OrderSizes {
+                    definition: start.0,
+                    biggest_first: spatial,
+                    longest_first: temporal,
+                });
+            }
+            start
+        }
         HeapOrder::BestOfSizeAndTime => {
             // XLA tries both orders and keeps the smaller heap; they are independent.
             let (spatial, temporal) = rayon::join(
@@ -235,6 +276,7 @@ pub fn simulate(
         heap_size,
         chunks,
         peak_live,
+        order_sizes,
     }
 }
 

@@ -223,7 +223,8 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     let total_meaning = if mem.total_exact {
         "everything the module needs at once: XLA's \"Total bytes used\"".to_string()
     } else if !hbm_exact {
-        "about: the TPU chip is assumed (tuple tables differ by chip; --tpu sets it)".to_string()
+        let why: Vec<String> = mem.device_estimates.iter().map(|e| e.describe()).collect();
+        format!("about: {}", why.join("; "))
     } else {
         "every memory space together; the on-chip ones are hlomem's estimate".to_string()
     };
@@ -264,7 +265,9 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         for space in &mem.by_space {
             let meaning = match (space.color, space.exact) {
                 (0, true) => "device memory (HBM): what must fit on the chip".to_string(),
-                (0, false) => "device memory (HBM), about: sized for an assumed chip".to_string(),
+                (0, false) => {
+                    "device memory (HBM), about: hlomem's estimate (see the total)".to_string()
+                }
                 (_, true) => format!("memory space {}", space.color),
                 (_, false) => {
                     let what = match space.name.as_str() {
