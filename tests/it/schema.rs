@@ -48,7 +48,11 @@ fn assert_valid(validator: &jsonschema::Validator, json: &str, what: &str) {
         .map(|e| format!("{} at {}", e, e.instance_path))
         .collect();
     assert!(errors.is_empty(), "{what}:\n{}", errors.join("\n"));
-    assert_eq!(value["schema_version"], 2, "{what}");
+    assert_eq!(
+        value["schema_version"],
+        hlomem::schema::SCHEMA_VERSION,
+        "{what}"
+    );
 }
 
 /// The body of an insta snapshot file (after its `---` header).
