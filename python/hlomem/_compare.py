@@ -97,7 +97,7 @@ def _disagreement(verdict: Verdict) -> str:
     assert verdict.xla_bytes is not None
     return (
         f"XLA's buffer assignment says {gib(verdict.xla_bytes)}, hlomem's analysis "
-        f"{gib(verdict.needed_bytes)}: they differ, the larger decides"
+        f"{gib(verdict.needed_bytes)}: they differ, and XLA's decides"
     )
 
 

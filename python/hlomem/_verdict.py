@@ -142,9 +142,13 @@ class Verdict:
 
     @property
     def deciding_bytes(self) -> int:
-        """The figure the decision is made on: hlomem's, or XLA's own when
-        that is larger (the two are equal unless hlomem's model misses one
-        of XLA's rules; then the larger is the safe one)."""
+        """The figure the decision is made on: XLA's own buffer assignment's
+        when the compile's dump has it (it is what the device's allocator
+        will be asked for; hlomem's equals it unless hlomem's model misses
+        one of XLA's rules, or says it is an estimate), else hlomem's. For a
+        refused compile, the larger of the two lower bounds."""
+        if self.xla_bytes is not None and not self.at_least:
+            return self.xla_bytes
         return max(self.needed_bytes, self.xla_bytes or 0)
 
     @property
@@ -204,7 +208,7 @@ class Verdict:
                 text += (
                     f"; XLA's buffer assignment says {gib(self.xla_bytes)} ({self.xla_bytes} "
                     f"bytes), hlomem's analysis {gib(self.needed_bytes)} ({self.needed_bytes} "
-                    "bytes): they differ, the larger decides (hlomem analyze --verify on a "
+                    "bytes): they differ, and XLA's decides (hlomem analyze --verify on a "
                     "kept dump shows where)"
                 )
         return text

@@ -643,21 +643,23 @@ def test_verdicts_in_words() -> None:
     assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.11 GiB
     fits = hlomem.Verdict(h100, int(48 * GIB), int(48.2 * GIB))
     assert fits.fits
-    # hlomem's figure and XLA's differ: the larger decides, both are said.
+    # hlomem's figure and XLA's differ: XLA's decides, both are said.
     assert fits.deciding_bytes == int(48.2 * GIB)
+    # Whichever is larger: XLA's buffer assignment is what the device is asked for.
+    assert hlomem.Verdict(h100, int(48.2 * GIB), 48 * GIB).deciding_bytes == 48 * GIB
     assert str(fits) == (
         "fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare\n"
         "  an H100 has 79.11 GiB of memory; JAX's allocator takes "
         f"XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says 48.20 GiB "
         f"({int(48.2 * GIB)} bytes), hlomem's analysis 48.00 GiB ({48 * GIB} bytes): they "
-        "differ, the larger decides (hlomem analyze --verify on a kept dump shows where)"
+        "differ, and XLA's decides (hlomem analyze --verify on a kept dump shows where)"
     )
     assert not hlomem.Verdict(h100, 70 * GIB)
     # A comparison's one line per target says so too.
     assert str(hlomem.Comparison("step", (fits,))).splitlines()[1:] == [
         "  h100  fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare",
         "        XLA's buffer assignment says 48.20 GiB, hlomem's analysis 48.00 GiB: they differ, "
-        "the larger decides",
+        "and XLA's decides",
     ]
     # The V100 example: just over JAX's share, well under the GPU.
     v100 = resolve_target("v100")
