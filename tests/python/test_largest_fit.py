@@ -295,6 +295,19 @@ def test_the_table_and_the_chart(tmp_path: Path) -> None:
     page = tmp_path / "curve.html"
     page.write_text(f"<!doctype html><html><body>{html}</body></html>")
     screenshot(page, tmp_path / "curve.png")
+    # As a notebook shows it: the output inside JupyterLab's, the classic
+    # notebook's and VS Code's CSS (tests/it/notebook.css, the HTML report's
+    # notebook test uses the same rules).
+    notebook_css = (Path(__file__).resolve().parents[1] / "it" / "notebook.css").read_text()
+    notebook = tmp_path / "curve-notebook.html"
+    notebook.write_text(
+        f"<!doctype html><html><head><meta charset='utf-8'><style>{notebook_css}</style></head>"
+        "<body><div class='jp-Notebook'><div class='jp-Cell jp-CodeCell'><div class='jp-OutputArea'>"
+        "<div class='jp-OutputArea-child'><div class='jp-OutputPrompt'>[1]:</div>"
+        "<div class='jp-RenderedHTMLCommon jp-RenderedHTML jp-OutputArea-output rendered_html' "
+        f"data-mime-type='text/html'>{html}</div></div></div></div></div></body></html>"
+    )
+    screenshot(notebook, tmp_path / "curve-notebook.png")
 
 
 def screenshot(page: Path, png: Path) -> None:
