@@ -5,6 +5,7 @@ use std::io::{self, Write};
 mod usage;
 
 use super::{one_line, RenderOptions};
+use crate::analysis::DeviceEstimate;
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
@@ -252,7 +253,16 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         [
             "temp".into(),
             human_bytes(mem.temp_bytes),
-            "one scratch block for intermediates; values not live at once share it".into(),
+            if mem
+                .device_estimates
+                .iter()
+                .any(|e| matches!(e, DeviceEstimate::PackingOrder(_)))
+            {
+                "one scratch block for intermediates, about: its packing decides (see the total)"
+                    .into()
+            } else {
+                "one scratch block for intermediates; values not live at once share it".into()
+            },
         ],
         [
             "live peak".into(),
