@@ -12,8 +12,6 @@
 //! or second, or says why the message does not allow knowing (two readings
 //! and how to tell them apart). It must be at least 90%.
 
-use std::path::PathBuf;
-
 use hlomem::oom::{self, advice::Advice, explain::Explanation};
 
 struct Case {
@@ -36,15 +34,7 @@ fn pairs(line: &str) -> Vec<(String, String)> {
 }
 
 fn cases() -> Vec<Case> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oom_cases");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    files
+    crate::support::text_files("tests/oom_cases")
         .into_iter()
         .map(|path| {
             let content = std::fs::read_to_string(&path).unwrap();

@@ -18,15 +18,7 @@ struct Entry {
 }
 
 fn catalog() -> Vec<Entry> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/oom_catalog");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    files
+    crate::support::text_files("tests/oom_catalog")
         .into_iter()
         .map(|path| {
             let content = std::fs::read_to_string(&path).unwrap();

@@ -47,6 +47,30 @@ pub fn sample_modules() -> Vec<PathBuf> {
 }
 
 /// A sample case's `truth.json` (XLA's own numbers, written by samples/gen_samples.py).
+/// Every sample's `dump` folder, sorted.
+pub fn sample_dump_folders() -> Vec<PathBuf> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(root().join("samples"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("dump"))
+        .filter(|d| d.is_dir())
+        .collect();
+    folders.sort();
+    folders
+}
+
+/// The `.txt` files of a folder of the repository (`tests/oom_catalog`), sorted.
+pub fn text_files(folder: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join(folder))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    files
+}
+
 pub fn sample_truth(case: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(root().join("samples").join(case).join("truth.json"))
         .expect("truth.json");

@@ -512,13 +512,7 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
 #[test]
 #[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
 fn slow_mutated_sample_reports_are_rejected() {
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(samples)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("dump"))
-        .collect();
-    folders.sort();
+    let folders = crate::support::sample_dump_folders();
     let dumps = dumps_under(&folders);
     assert!(
         dumps.len() >= 10,
@@ -537,13 +531,7 @@ fn slow_mutated_sample_reports_are_rejected() {
 #[test]
 #[ignore = "slow (a minute or more in a debug build): .ci/run runs it, `cargo test --test it -- --ignored slow_`"]
 fn slow_mutated_one_file_reports_are_rejected() {
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-    let mut folders: Vec<PathBuf> = std::fs::read_dir(samples)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("dump"))
-        .collect();
-    folders.sort();
+    let folders = crate::support::sample_dump_folders();
     let dumps: Vec<Dump> = dumps_under(&folders).iter().map(Dump::joined).collect();
     let counts = mutation_campaign(&dumps, 3);
     assert!(
