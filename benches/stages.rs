@@ -101,7 +101,11 @@ fn stages(c: &mut Criterion) {
             b.iter(|| liveness::live_ranges(&module, aliases, &dataflow, &schedule, &target))
         });
         group.bench_function(BenchmarkId::from_parameter("assignment+heap"), |b| {
-            b.iter(|| assign::assign(&module, aliases, &graph, &dataflow, &ranges, &target))
+            b.iter(|| {
+                assign::assign(
+                    &module, aliases, &graph, &dataflow, &ranges, &schedule, &target,
+                )
+            })
         });
         group.bench_function(BenchmarkId::from_parameter("whole-accounting"), |b| {
             b.iter(|| analysis::analyze(&module, &target))

@@ -19,6 +19,7 @@ use super::graph::{CompKind, ModuleGraph};
 use super::heap::{self, HeapResult};
 use super::interference::{Buckets, Interference, Mask, Occupancy, Screen};
 use super::liveness::LiveRange;
+use super::schedule::Schedule;
 use crate::hlo::{IoAlias, Module, Opcode};
 use crate::target::Target;
 
@@ -69,6 +70,7 @@ pub fn assign(
     graph: &ModuleGraph,
     dataflow: &Dataflow,
     ranges: &[Option<LiveRange>],
+    schedule: &Schedule,
     target: &Target,
 ) -> Assignment {
     let entry_root = module.entry_root();
@@ -163,6 +165,7 @@ pub fn assign(
         module,
         dataflow,
         ranges,
+        schedule,
         buckets,
     };
     let mut open_to_outputs: BTreeSet<usize> = BTreeSet::new();

@@ -9,7 +9,8 @@
 use iset::IntervalMap;
 
 use super::dataflow::{BufferId, Dataflow, ValueId};
-use super::liveness::LiveRange;
+use super::liveness::{self, LiveRange};
+use super::schedule::Schedule;
 use super::sharing;
 use crate::hlo::{Module, Opcode};
 use crate::target::Target;
@@ -200,6 +201,7 @@ pub struct Interference<'a> {
     pub module: &'a Module,
     pub dataflow: &'a Dataflow,
     pub ranges: &'a [Option<LiveRange>],
+    pub schedule: &'a Schedule,
     /// The program's time in buckets, as every [`Occupancy`] cuts it.
     pub buckets: Buckets,
 }
@@ -240,32 +242,36 @@ impl Interference<'_> {
         !handover
     }
 
-    /// Does `later`'s defining instruction read `earlier` at an operand whose
-    /// buffer it may write its output into?
+    /// May `later` take over `earlier`'s memory where one ends and the other
+    /// starts (`LiveRangeInterferes`)? Only if `later`'s defining
+    /// instruction is not a copy, reads the position where `earlier`'s live
+    /// range ends ([`liveness::end_position`]), and may write its output
+    /// over that operand. A value also passed into a `call` ends at the
+    /// callee's parameter, which no instruction of the caller reads.
     fn hands_over(&self, earlier: ValueId, later: ValueId) -> bool {
         let (module, dataflow) = (self.module, self.dataflow);
         let l = &dataflow.values[later.index()];
         let user = module.instr(l.instr);
-        user.opcode != Opcode::Copy
-            && dataflow.uses(earlier).iter().any(|(u, _)| *u == l.instr)
-            && dataflow.positions(earlier).iter().any(|&(pos, node)| {
-                user.operands.contains(&pos)
-                    && module
-                        .instr(pos)
-                        .shape
-                        .nodes()
-                        .get(node as usize)
-                        .is_some_and(|(idx, _)| {
-                            sharing::can_share_operand_buffer(
-                                self.target,
-                                module,
-                                pos,
-                                idx,
-                                l.instr,
-                                &l.index,
-                            )
-                        })
-            })
+        if user.opcode == Opcode::Copy {
+            return false;
+        }
+        let (pos, node) = liveness::end_position(module, dataflow, self.schedule, earlier);
+        user.operands.contains(&pos)
+            && module
+                .instr(pos)
+                .shape
+                .nodes()
+                .get(node as usize)
+                .is_some_and(|(idx, _)| {
+                    sharing::can_share_operand_buffer(
+                        self.target,
+                        module,
+                        pos,
+                        idx,
+                        l.instr,
+                        &l.index,
+                    )
+                })
     }
 
     /// A copy never writes into the buffer it copies from, even when the

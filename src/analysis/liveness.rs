@@ -156,3 +156,42 @@ fn normalize_aliased(dataflow: &Dataflow, ranges: &mut [Option<LiveRange>]) {
         }
     }
 }
+
+/// Where `v`'s live range ends among its positions (`HloLiveRange`'s
+/// `end_position`): its defining position, unless another position comes
+/// later in the flattened schedule (a position at a computation's root
+/// counting at the computation's end; on a tie the earlier one listed
+/// stays). Uses do not move it: a value passed to a `call` ends at the
+/// callee's parameter when that comes after every other position, whoever
+/// reads it last. The buffer assignment lets a value take over the memory of
+/// one ending where it starts only if it reads this position.
+pub fn end_position(
+    module: &Module,
+    dataflow: &Dataflow,
+    schedule: &Schedule,
+    v: ValueId,
+) -> (InstrId, u32) {
+    let value = &dataflow.values[v.index()];
+    let defining = (value.instr, value.node);
+    let time = |id: InstrId| {
+        let comp = module.instr(id).computation;
+        if module.comp(comp).root == id {
+            schedule.span[comp.index()].map(|s| s.1)
+        } else {
+            schedule.time(id)
+        }
+    };
+    let mut end = (defining, time(value.instr));
+    for &position in dataflow.positions(v) {
+        if position == defining {
+            continue;
+        }
+        let Some(t) = time(position.0) else {
+            continue;
+        };
+        if end.1.is_none_or(|e| t > e) {
+            end = (position, Some(t));
+        }
+    }
+    end.0
+}

@@ -221,7 +221,11 @@ fn account(
     // The buffer assignment is one core's work until the heap simulation;
     // the fusion body lines the simulation will read are read meanwhile.
     let (assignment, ()) = rayon::join(
-        || assign::assign(module, aliases, &graph, &dataflow, &ranges, target),
+        || {
+            assign::assign(
+                module, aliases, &graph, &dataflow, &ranges, &schedule, target,
+            )
+        },
         || sharing::read_sharing_queries(target, module, &dataflow, &ranges),
     );
     (schedule, dataflow, ranges, assignment)

@@ -2,8 +2,9 @@
 //! assignment: among buffers of equal size (and equal live-out-ness), the one
 //! whose earliest defining instruction comes first in this order is assigned
 //! first (`AssignBuffersForComputations`). Computations are numbered callers
-//! first (the reverse of the call graph's post-order, entry first), and each
-//! computation's instructions in `MakeInstructionPostOrder` order: a
+//! first (the reverse of the call graph's post-order, entry first: the
+//! reverse of the order the dump prints them in), and each computation's
+//! instructions in `MakeInstructionPostOrder` order: a
 //! depth-first post-order from every instruction without users, in text
 //! order, operands first to last.
 
@@ -68,47 +69,16 @@ pub fn positions(module: &Module, counted: impl Fn(CompId) -> bool) -> Vec<u32> 
     position
 }
 
-/// Computations in call-graph post-order (callees before callers), starting
-/// from every computation nobody calls, in module order (`CallGraph::VisitNodes`).
+/// Computations in call-graph post-order (callees before callers), as
+/// `CallGraph::VisitNodes` walks them: depth first from each computation
+/// nobody calls, each computation's callees in the order of its instruction
+/// list. That list is XLA's own, not the schedule the dump prints: a pass
+/// that adds a call (the CPU backend's parallel-task outlining into `call`s
+/// of `parallel_*` computations, a loop wrapped into a `call`) appends it
+/// to the end. The dump prints computations in the same walk
+/// (`MakeComputationPostOrder`: the embedded computations of each uncalled
+/// one, depth first in instruction-list order, then the computation), so
+/// the file's order of computations is this order.
 fn call_graph_post_order(module: &Module) -> Vec<CompId> {
-    let n = module.comp_count();
-    let mut callees: Vec<Vec<CompId>> = vec![Vec::new(); n];
-    let mut called = vec![false; n];
-    // Each computation's callees once, in first-call order. An unrolled entry
-    // calls tens of thousands of fusion bodies: a set, not a scan per call.
-    let mut seen: rustc_hash::FxHashSet<(usize, CompId)> = Default::default();
-    for (c, comp) in module.shells() {
-        let ci = c.index();
-        for &id in &comp.instructions {
-            for &(_, callee) in module.instr(id).called.iter() {
-                if seen.insert((ci, callee)) {
-                    callees[ci].push(callee);
-                }
-                if callee.index() != ci {
-                    called[callee.index()] = true;
-                }
-            }
-        }
-    }
-    let mut order = Vec::with_capacity(n);
-    let mut visited = vec![false; n];
-    for root in (0..n).filter(|&c| !called[c]) {
-        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
-        visited[root] = true;
-        while let Some(&mut (c, ref mut next_child)) = stack.last_mut() {
-            if let Some(&child) = callees[c].get(*next_child) {
-                *next_child += 1;
-                if !visited[child.index()] {
-                    visited[child.index()] = true;
-                    stack.push((child.index(), 0));
-                }
-            } else {
-                order.push(CompId(c as u32));
-                stack.pop();
-            }
-        }
-    }
-    // Computations in a call cycle with no caller outside it.
-    order.extend((0..n).filter(|&c| !visited[c]).map(|c| CompId(c as u32)));
-    order
+    (0..module.comp_count() as u32).map(CompId).collect()
 }

@@ -467,3 +467,93 @@ fn newer_libtpu_keeps_other_buffers_out_of_returned_allocations() {
         "the temporaries stay in the temp block: {temp}"
     );
 }
+
+/// The allocation holding `name`'s value at `{}`.
+fn allocation_of(module: &Module, model: &MemoryModel, name: &str) -> Option<usize> {
+    let v = value_of(module, model, name, 0);
+    model.assignment.allocation_of[model.dataflow.values[v.index()].buffer.index()]
+}
+
+/// §4.6, `AssignBuffersForComputations`: among buffers of one size, live out
+/// or not alike, the one defined first in XLA's post-order numbering is
+/// assigned first, computations numbered in the reverse of the call graph's
+/// post-order. That walk takes each computation's callees in the order of
+/// its own instruction list, which the dump prints as the order of the
+/// computations (`MakeComputationPostOrder`), not in the schedule's: the
+/// CPU backend's parallel-task outlining appends its `call`s to the list,
+/// so the last outlined is numbered first whatever the schedule says. Here
+/// `%later` is printed after `%earlier`, so its `.clone` is assigned first
+/// and takes the first output allocation, though it is called first (a walk
+/// in schedule order would number `%earlier` first).
+#[test]
+fn callees_are_numbered_in_the_order_the_dump_prints_them() {
+    let text = |first: &str, second: &str| {
+        format!(
+            "HloModule m, is_scheduled=true\n\n\
+             %{first} (p.0: f32[64]) -> f32[64] {{\n  %p.0 = f32[64]{{0}} parameter(0)\n  \
+             ROOT %{first}.clone = f32[64]{{0}} negate(%p.0)\n}}\n\n\
+             %{second} (p.1: f32[64]) -> f32[64] {{\n  %p.1 = f32[64]{{0}} parameter(0)\n  \
+             ROOT %{second}.clone = f32[64]{{0}} exponential(%p.1)\n}}\n\n\
+             ENTRY %e (x: f32[64]) -> (f32[64], f32[64]) {{\n  %x = f32[64]{{0}} parameter(0)\n  \
+             %call = f32[64]{{0}} call(%x), to_apply=%{second}\n  \
+             %call.1 = f32[64]{{0}} call(%x), to_apply=%{first}\n  \
+             ROOT %t = (f32[64]{{0}}, f32[64]{{0}}) tuple(%call, %call.1)\n}}\n"
+        )
+    };
+    let m = parse(&text("earlier", "later"));
+    let model = analyze(&m, &Target::detect(&m));
+    let (earlier, later) = (
+        allocation_of(&m, &model, "earlier.clone").expect("an output allocation"),
+        allocation_of(&m, &model, "later.clone").expect("an output allocation"),
+    );
+    assert!(
+        later < earlier,
+        "printed last, numbered first: allocation {later} < {earlier}"
+    );
+    // The same callees printed the other way round swap their allocations.
+    let m = parse(&text("later", "earlier"));
+    let model = analyze(&m, &Target::detect(&m));
+    assert!(allocation_of(&m, &model, "earlier.clone") < allocation_of(&m, &model, "later.clone"));
+}
+
+/// §4.6, `LiveRangeInterferes`: a value may take over the memory of one whose
+/// live range ends where its own starts only if its instruction reads the
+/// position where that range ends (`HloLiveRange`'s `end_position`: the
+/// latest position in the schedule, not the latest use). A value also
+/// passed into a `call` has the callee's parameter as a later position,
+/// which no instruction of the caller reads: `%c` cannot move into the
+/// allocation of `%f`, the output that reads it last, and waits for the
+/// temp block (torch_xla 2.9's `copy` operands of `parallel_*` calls).
+#[test]
+fn a_value_passed_to_a_call_ends_at_the_callee_parameter() {
+    let text = |called: &str| {
+        format!(
+            "HloModule m, is_scheduled=true\n\n\
+             %callee (p.0: f32[64]) -> f32[64] {{\n  %p.0 = f32[64]{{0}} parameter(0)\n  \
+             ROOT %n.clone = f32[64]{{0}} negate(%p.0)\n}}\n\n\
+             ENTRY %e (x: f32[64]) -> (f32[64], f32[64]) {{\n  %x = f32[64]{{0}} parameter(0)\n  \
+             %c = f32[64]{{0}} exponential(%x)\n  \
+             %call = f32[64]{{0}} call(%{called}), to_apply=%callee\n  \
+             %f = f32[64]{{0}} add(%c, %call)\n  \
+             ROOT %t = (f32[64]{{0}}, f32[64]{{0}}) tuple(%f, %call)\n}}\n"
+        )
+    };
+    let m = parse(&text("c"));
+    let model = analyze(&m, &Target::detect(&m));
+    assert_eq!(range(&m, &model, "c"), (1, 5));
+    assert_eq!(range(&m, &model, "f"), (5, 7));
+    assert_ne!(
+        allocation_of(&m, &model, "c"),
+        allocation_of(&m, &model, "f")
+    );
+    assert_eq!(model.totals.temp_bytes, 256, "c is a temporary of its own");
+    // The near miss: a call that does not read `%c` leaves `%c` ending at
+    // `%f`, which reads it and takes over its memory.
+    let m = parse(&text("x"));
+    let model = analyze(&m, &Target::detect(&m));
+    assert_eq!(
+        allocation_of(&m, &model, "c"),
+        allocation_of(&m, &model, "f")
+    );
+    assert_eq!(model.totals.temp_bytes, 0);
+}
