@@ -15,6 +15,7 @@ extern crate alloc;
 pub mod analysis;
 pub mod error;
 pub mod findings;
+pub mod frontend;
 pub mod gate;
 pub mod hlo;
 pub mod oom;

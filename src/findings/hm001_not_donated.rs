@@ -2,6 +2,11 @@
 //! parameter's buffer (same byte size, the parameter is not read after the
 //! output is written), but the parameter is not donated.
 //!
+//! "Read after" is copy insertion's question (`HloOrdering::UsesBeforeValueDefinition`):
+//! a `call`'s read of its operand comes before everything defined inside the
+//! computation it calls, so an elementwise op that XLA's CPU backend wraps
+//! in a `call` (`parallel_add`) may write over the operand it reads.
+//!
 //! The bytes are real: the accounting is run again with the parameter aliased
 //! to the output (a what-if), and the finding reports the difference in XLA's
 //! "Total bytes used". Parameters are grouped by the Python argument they come
@@ -11,9 +16,12 @@
 
 use serde::Serialize;
 
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+
 use super::{donate_fix, Finding, InstrRef};
 use crate::analysis::{self, whatif, MemoryModel};
-use crate::hlo::{InstrId, IoAlias, Module, Opcode};
+use crate::frontend::FrontendName;
+use crate::hlo::{CompId, InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
 use crate::usage::ParameterOrigin;
 
@@ -40,7 +48,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Reuse {
     pub parameter: u64,
-    /// `op_name` of the parameter (its JAX path), else its HLO name.
+    /// The parameter's argument path (JAX), else its HLO name.
     pub parameter_name: String,
     pub shape: String,
     pub bytes: u64,
@@ -60,10 +68,12 @@ pub struct CopiedFirst {
 }
 
 impl Evidence {
-    pub fn message(&self) -> String {
+    pub fn message(&self, frontend: FrontendName) -> String {
+        let first = &self.reuses[0];
         let what = match &self.argument {
             Some(a) => format!("argument `{a}`"),
-            None => format!("parameter {}", self.reuses[0].parameter),
+            None if frontend.names_arguments() => format!("parameter {}", first.parameter),
+            None => format!("parameter {} (`{}`)", first.parameter, first.parameter_name),
         };
         let leaves = match self.reuses.as_slice() {
             [one] => format!("{} ({})", one.shape, human_bytes(one.bytes)),
@@ -73,15 +83,26 @@ impl Evidence {
                 human_bytes(many.iter().map(|r| r.bytes).fold(0u64, u64::saturating_add))
             ),
         };
+        let (not, saves) = match frontend {
+            // TensorFlow has no donation: it aliases the variables it updates.
+            FrontendName::Tensorflow => ("is not aliased to an output", "reusing its buffer saves"),
+            _ => ("is not donated", "donating saves"),
+        };
         format!(
-            "{what} is not donated: the outputs could reuse {leaves}; donating saves {}",
+            "{what} {not}: the outputs could reuse {leaves}; {saves} {}",
             human_bytes(self.saving_bytes)
         )
     }
 
-    pub fn fix(&self) -> String {
+    pub fn fix(&self, frontend: FrontendName) -> String {
         let argument = self.argument.clone().zip(self.argnum);
-        donate_fix(self.reuses[0].parameter, argument.as_ref())
+        let first = &self.reuses[0];
+        donate_fix(
+            frontend,
+            first.parameter,
+            &first.parameter_name,
+            argument.as_ref(),
+        )
     }
 
     pub fn details(&self) -> Vec<String> {
@@ -119,6 +140,10 @@ struct Candidate {
     parameter: u64,
     output: Vec<u64>,
     producer: InstrId,
+    /// The producer, or the instruction of the entry that calls the
+    /// computation it is in (a CPU `call` wrapper): what the entry's other
+    /// readers of the parameter are ordered against.
+    site: InstrId,
     bytes: u64,
 }
 
@@ -149,7 +174,7 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
     let parameter = |c: &Candidate| module.entry().parameters[c.parameter as usize];
     let asks: Vec<(InstrId, InstrId)> = groups
         .iter()
-        .flat_map(|(_, members)| members.iter().map(|c| (parameter(c), c.producer)))
+        .flat_map(|(_, members)| members.iter().map(|c| (parameter(c), c.site)))
         .collect();
     let mut copy_readers = whatif::copies_needed(module, &asks).into_iter();
     let mut aliases = module.header.input_output_alias.clone();
@@ -171,7 +196,7 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
             let reader = copy_readers.next().expect("one answer per candidate");
             if let Some(reader) = reader {
                 copied.push(p);
-                copy_reasons.push((c.parameter, p, reader, c.producer));
+                copy_reasons.push((c.parameter, p, reader, c.site));
             }
         }
         let donated = whatif::with_parameter_copies(module, &copied);
@@ -187,9 +212,11 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
         total = after;
         let first = &members[0];
         let parameter_name = |p: InstrId| {
-            module
-                .op_name(p)
-                .unwrap_or_else(|| module.instr_name(p).to_string())
+            let number = module.instr(p).parameter_number.unwrap_or(0) as usize;
+            origins.get(number).map_or_else(
+                || module.instr_name(p).to_string(),
+                |o| o.label().to_string(),
+            )
         };
         let named = origins
             .get(first.parameter as usize)
@@ -225,7 +252,7 @@ pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) 
         };
         let mut finding = Finding::new(super::Evidence::NotDonated(evidence), saving)
             .at(module, first.producer)
-            .parameter(module, first.parameter);
+            .parameter(origins, first.parameter);
         finding.output_index = Some(first.output.clone());
         findings.push(finding);
     }
@@ -242,17 +269,28 @@ pub struct DonationCandidate {
     pub bytes: u64,
 }
 
-/// The pairs HM001 considers, for other reports (`explain --dump`).
+/// The pairs HM001 considers, for other reports (`explain --dump`). Each
+/// parameter is named by its argument path (JAX) or its HLO name
+/// (TensorFlow's and PyTorch/XLA's parameters have no path).
 pub fn donation_candidates(module: &Module, model: &MemoryModel) -> Vec<DonationCandidate> {
-    candidates(module, model)
+    let candidates = candidates(module, model);
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let read = crate::usage::arguments::read_parameters(module);
+    let op_names: Vec<Option<String>> = read.iter().map(|(op_name, _)| op_name.clone()).collect();
+    let frontend = crate::frontend::Frontend::detect(module, &op_names).name;
+    let origins = crate::usage::arguments::parameter_origins(module, read, frontend);
+    candidates
         .into_iter()
         .map(|c| {
             let p = module.entry().parameters[c.parameter as usize];
             DonationCandidate {
                 parameter: c.parameter,
-                argument: module
-                    .op_name(p)
-                    .unwrap_or_else(|| module.instr_name(p).to_string()),
+                argument: origins.get(c.parameter as usize).map_or_else(
+                    || module.instr_name(p).to_string(),
+                    |o| o.label().to_string(),
+                ),
                 output: if c.output.is_empty() {
                     "result".into()
                 } else {
@@ -310,6 +348,7 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
             Some((index, shape, producer, model.schedule.time(producer)?))
         })
         .collect();
+    let mut nested = NestedIn::default();
     let mut out = Vec::new();
     for &p in &entry.parameters {
         let instr = module.instr(p);
@@ -326,6 +365,8 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
             continue;
         };
         let (index, _, producer, written) = outputs.remove(i);
+        let producer_comp = module.instr(producer).computation;
+        let enclosing = nested.enclosing(module, producer_comp);
         let last_read = model
             .dataflow
             .value_of(p)
@@ -335,19 +376,78 @@ fn candidates(module: &Module, model: &MemoryModel) -> Vec<Candidate> {
                     .dataflow
                     .uses(v)
                     .iter()
+                    // A call's read comes before what its callee defines.
+                    .filter(|(u, _)| {
+                        module.instr(*u).opcode != Opcode::Call || !enclosing.contains(u)
+                    })
                     .filter_map(|(u, _)| model.schedule.time(*u))
                     .max()
                     .unwrap_or(0)
             })
             .unwrap_or(0);
         if last_read <= written {
+            let site = if producer_comp == module.entry {
+                producer
+            } else {
+                enclosing
+                    .iter()
+                    .copied()
+                    .filter(|&i| module.instr(i).computation == module.entry)
+                    .min()
+                    .unwrap_or(producer)
+            };
             out.push(Candidate {
                 parameter: number,
                 output: index,
                 producer,
+                site,
                 bytes: model.target.buffer_size(&instr.shape),
             });
         }
     }
     out
+}
+
+/// The instructions that call each computation (not through fusions, whose
+/// bodies define no values), and for a computation the instructions that
+/// call it directly or through others: XLA's
+/// `CallGraph::InstructionIsNestedIn`, asked upward so that 20,000 nested
+/// calls cost one walk per producer, not one per call.
+#[derive(Default)]
+struct NestedIn {
+    callers: Option<HashMap<CompId, Vec<InstrId>>>,
+    enclosing: HashMap<CompId, HashSet<InstrId>>,
+}
+
+impl NestedIn {
+    /// The instructions whose called computations hold `comp`, however deep.
+    fn enclosing(&mut self, module: &Module, comp: CompId) -> &HashSet<InstrId> {
+        let callers = self.callers.get_or_insert_with(|| {
+            let mut callers: HashMap<CompId, Vec<InstrId>> = HashMap::default();
+            for (id, instr) in module.instrs() {
+                if instr.opcode != Opcode::Fusion {
+                    for &(_, c) in instr.called.iter() {
+                        callers.entry(c).or_default().push(id);
+                    }
+                }
+            }
+            callers
+        });
+        self.enclosing.entry(comp).or_insert_with(|| {
+            let mut found: HashSet<InstrId> = HashSet::default();
+            let mut seen: HashSet<CompId> = HashSet::default();
+            let mut todo = vec![comp];
+            while let Some(c) = todo.pop() {
+                if !seen.insert(c) {
+                    continue;
+                }
+                for &call in callers.get(&c).into_iter().flatten() {
+                    if found.insert(call) {
+                        todo.push(module.instr(call).computation);
+                    }
+                }
+            }
+            found
+        })
+    }
 }

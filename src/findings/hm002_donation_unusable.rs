@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::Finding;
 use crate::analysis::MemoryModel;
+use crate::frontend::FrontendName;
 use crate::hlo::Module;
 use crate::units::human_bytes;
 
@@ -138,7 +139,7 @@ impl Evidence {
         self.unusable.iter().map(UnusableArray::describe).collect()
     }
 
-    pub fn fix(&self) -> String {
+    pub fn fix(&self, frontend: FrontendName) -> String {
         if self
             .unusable
             .iter()
@@ -153,11 +154,11 @@ impl Evidence {
             _ => None,
         }) {
             return format!(
-                "return {} in its input dtype ({} rather than {}), casting outside the jitted function, \
-                 or stop donating it",
+                "return {} in its input dtype ({} rather than {}), casting outside {}, or stop donating it",
                 if o.1.index.is_empty() { "the output".to_string() } else { format!("output {:?}", o.1.index) },
                 o.0.shape,
-                o.1.shape
+                o.1.shape,
+                super::compiled_function(frontend)
             );
         }
         "return outputs with the inputs' shapes and dtypes, or stop donating what no output can take".to_string()
@@ -220,7 +221,7 @@ pub fn check(
             .map(|(name, _)| name);
         let array = UnusableArray {
             parameter: donor.parameter,
-            path: origin.and_then(|o| o.op_name.clone()),
+            path: origin.and_then(|o| o.path.clone()),
             shape: shape.to_string(),
             bytes,
             reason,
@@ -249,7 +250,7 @@ pub fn check(
                 unusable,
             };
             Finding::new(super::Evidence::DonationUnusable(evidence), bytes)
-                .parameter(module, first)
+                .parameter(origins, first)
         })
         .collect()
 }

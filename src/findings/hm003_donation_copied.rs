@@ -3,7 +3,13 @@
 //! - the parameter is copied before the output overwrites its buffer, because
 //!   other instructions still read the old value after the output is written;
 //! - or the output is computed elsewhere and copied into the donated buffer at
-//!   the end, because the op that makes it cannot write over its own input.
+//!   the end, because the op that makes it cannot write over its own input
+//!   (XLA's CPU backend wraps such an op in a `call` to a `parallel_*`
+//!   computation: the op inside is named, with its wrapper).
+//!
+//! TensorFlow and torch_xla choose which parameters are aliased themselves
+//! (the variables, the tensors a step updates in place): there the finding
+//! is `info`, and says there is nothing to set.
 
 use rustc_hash::FxHashSet as HashSet;
 use serde::Serialize;
@@ -12,8 +18,10 @@ use super::{Finding, InstrRef};
 use crate::analysis::assign::AllocationKind;
 use crate::analysis::dataflow::NodeIndex;
 use crate::analysis::{whatif, MemoryModel};
+use crate::frontend::FrontendName;
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
 use crate::units::human_bytes;
+use crate::usage::{scope, ParameterOrigin, Phase};
 
 /// Bytes of a buffer that lives in the temp block (or any allocation that is not
 /// the parameter's or an output's): memory the donation did not save.
@@ -45,6 +53,8 @@ pub struct Evidence {
     /// The JAX argument path (`op_name`), when the dump has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
+    /// The parameter's name in the HLO (`arg4.1`, `p12.217`).
+    pub name: String,
     pub output_index: Vec<u64>,
     /// Bytes of temporaries the copy takes: what the donation fails to save.
     pub bytes: u64,
@@ -63,14 +73,21 @@ pub enum Copied {
         /// Those of `readers` that need not run before the write: the reason
         /// copy insertion keeps the copy.
         blocking: Vec<String>,
-        /// Every read in `blocking` is the backward pass's (`transpose(` in
-        /// its `op_name`, or in the `op_name`s of the ops an XLA-made reader,
+        /// Every read in `blocking` is the backward pass's (`transpose(` or
+        /// TensorFlow's `gradient_tape/` in its `op_name`, or in the `op_name`s of the ops an XLA-made reader,
         /// such as a layout copy, feeds): see [`Evidence::expected_in_training`].
         #[serde(default)]
         backward_only: bool,
     },
-    /// The result is computed into a temporary and copied into the donated buffer.
-    ResultCopiedIn { computed_by: InstrRef, copy: String },
+    /// The result is computed into a temporary and copied into the donated
+    /// buffer. `inside` is the `call` that wraps the op making it (XLA's CPU
+    /// backend runs ops in `call`s to `parallel_*` computations).
+    ResultCopiedIn {
+        computed_by: InstrRef,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        inside: Option<String>,
+        copy: String,
+    },
     /// The result comes out of a `conditional` (`lax.cond`, `lax.switch`):
     /// its branches write their results into the conditional's own buffer,
     /// which is then copied into the donated one.
@@ -93,11 +110,12 @@ pub struct Branch {
 impl Evidence {
     /// The copy is what a donated training step costs, not something the
     /// user's code did: every read that forces it is in the backward pass
-    /// (`transpose(jvp(...))` in its `op_name`: the weight read for the
-    /// input's gradient) while the optimizer writes the new value. XLA's copy
-    /// insertion keeps the old value alive for such reads; the user's only
-    /// choice would be not donating, which keeps a whole second copy. Such a
-    /// finding is `info`, and `--fail-on HM003` does not fail on it.
+    /// (JAX's `transpose(jvp(...))` or TensorFlow's `gradient_tape/` in its
+    /// `op_name`: the weight read for the input's gradient) while the
+    /// optimizer writes the new value. XLA's copy insertion keeps the old
+    /// value alive for such reads; the user's only choice would be not
+    /// donating, which keeps a whole second copy. Such a finding is `info`,
+    /// and `--fail-on HM003` does not fail on it.
     pub fn expected_in_training(&self) -> bool {
         matches!(
             &self.how,
@@ -105,8 +123,27 @@ impl Evidence {
         )
     }
 
-    pub fn message(&self) -> String {
-        let argument = super::quoted(&self.argument);
+    /// How the message opens: the parameter, and who aliased it.
+    fn subject(&self, frontend: FrontendName) -> String {
+        let who = match frontend {
+            FrontendName::Tensorflow => ", a resource variable TensorFlow updates in place,",
+            FrontendName::PytorchXla => ", a tensor torch_xla updates in place,",
+            FrontendName::Jax | FrontendName::Unknown => {
+                return format!(
+                    "parameter {}{} is donated",
+                    self.parameter,
+                    super::quoted(&self.argument)
+                )
+            }
+        };
+        format!(
+            "parameter {} (`{}`){who} shares output {:?}'s buffer",
+            self.parameter, self.name, self.output_index
+        )
+    }
+
+    pub fn message(&self, frontend: FrontendName) -> String {
+        let subject = self.subject(frontend);
         match &self.how {
             Copied::OldValueSaved {
                 writer, blocking, ..
@@ -127,8 +164,7 @@ impl Evidence {
                     ""
                 };
                 format!(
-                    "parameter {}{argument} is donated, but {why}, so XLA copies it first: {} of temporaries, no saving{expected}",
-                    self.parameter,
+                    "{subject}, but {why}, so XLA copies it first: {} of temporaries, no saving{expected}",
                     human_bytes(self.bytes)
                 )
             }
@@ -136,34 +172,103 @@ impl Evidence {
                 conditional,
                 branches,
                 ..
-            } => format!(
-                "parameter {}{argument} is donated, but its new value comes out of the conditional {} \
-                 (lax.cond / lax.switch{}), whose branches write their result into a {} buffer of its own; \
-                 XLA then copies it into the donated buffer: no saving",
-                self.parameter,
-                conditional.describe_at(),
-                match branches.as_slice() {
+            } => {
+                let api = match frontend {
+                    FrontendName::Jax => "lax.cond / lax.switch",
+                    FrontendName::Tensorflow => "tf.cond / tf.case",
+                    FrontendName::PytorchXla => "torch.cond",
+                    FrontendName::Unknown => "",
+                };
+                let what: Vec<String> = [api.to_string(), match branches.as_slice() {
                     [] => String::new(),
-                    b => format!(", {} branches", b.len()),
-                },
-                human_bytes(self.bytes)
-            ),
-            Copied::ResultCopiedIn { computed_by, .. } => format!(
-                "parameter {}{argument} is donated, but {} cannot write its result over its own input, so the \
-                 result goes to a {} temporary and is copied into the donated buffer: no saving",
-                self.parameter,
+                    b => format!("{} branches", b.len()),
+                }]
+                .into_iter()
+                .filter(|w| !w.is_empty())
+                .collect();
+                let what = if what.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", what.join(", "))
+                };
+                format!(
+                    "{subject}, but its new value comes out of the conditional {}{what}, whose branches write \
+                     their result into a {} buffer of its own; XLA then copies it into the parameter's buffer: \
+                     no saving",
+                    conditional.describe_at(),
+                    human_bytes(self.bytes)
+                )
+            }
+            Copied::ResultCopiedIn {
+                computed_by,
+                inside,
+                ..
+            } => format!(
+                "{subject}, but {}{} cannot write its result over its own input, so the result goes to a {} \
+                 temporary and is copied into the parameter's buffer: no saving",
                 computed_by.name,
+                inside
+                    .as_ref()
+                    .map(|call| format!(" (inside {call})"))
+                    .unwrap_or_default(),
                 human_bytes(self.bytes)
             ),
         }
     }
 
-    pub fn fix(&self) -> String {
+    pub fn fix(&self, frontend: FrontendName) -> String {
+        let runtime = match frontend {
+            FrontendName::Tensorflow => {
+                Some("TensorFlow aliases the resource variables a function updates")
+            }
+            FrontendName::PytorchXla => {
+                Some("torch_xla aliases the tensors a graph updates in place")
+            }
+            FrontendName::Jax | FrontendName::Unknown => None,
+        };
+        if let Some(runtime) = runtime {
+            let why = if self.expected_in_training() {
+                "this copy is what updating a weight in the step whose backward pass reads it costs"
+                    .to_string()
+            } else {
+                match &self.how {
+                    Copied::OldValueSaved { .. } => {
+                        "XLA keeps this copy because the old value is still read after the update may \
+                         have run"
+                            .to_string()
+                    }
+                    Copied::ResultOfConditional { .. } => {
+                        "XLA keeps this copy because the new value comes out of a conditional".to_string()
+                    }
+                    Copied::ResultCopiedIn { computed_by, .. } => format!(
+                        "XLA keeps this copy because {} needs an output buffer of its own",
+                        computed_by.name
+                    ),
+                }
+            };
+            return format!("nothing to set: {runtime} by itself, and {why}");
+        }
         if self.expected_in_training() {
             return "nothing to change: this is what donating a training step costs (an optimizer such as \
                     optax updates every weight the backward pass reads); not donating would keep a second \
                     copy of the whole argument instead"
                 .to_string();
+        }
+        if frontend == FrontendName::Unknown {
+            return match self.how {
+                Copied::OldValueSaved { .. } => {
+                    "compute what still needs the old value before the update, or do not donate this parameter"
+                }
+                Copied::ResultOfConditional { .. } => {
+                    "compute both candidates and pick with an elementwise select outside the conditional (a \
+                     select can write in place), or do not donate this parameter"
+                }
+                Copied::ResultCopiedIn { .. } => {
+                    "no fix in the donation itself: ops such as transpose, dot or reductions need a separate \
+                     output; donate a parameter that an elementwise op updates instead, or do not donate this one"
+                }
+            }
+            .to_string();
         }
         match self.how {
             Copied::OldValueSaved { .. } => {
@@ -226,19 +331,31 @@ impl Evidence {
                         b.result.describe()
                     )
                 }));
-                out.push(format!("copied into the donated buffer by {copy}"));
+                out.push(format!("copied into the parameter's buffer by {copy}"));
                 out
             }
-            Copied::ResultCopiedIn { computed_by, copy } => vec![
-                format!("computed by {}", computed_by.describe()),
-                format!("copied into the donated buffer by {copy}"),
+            Copied::ResultCopiedIn {
+                computed_by,
+                inside,
+                copy,
+            } => vec![
+                format!(
+                    "computed by {}{}",
+                    computed_by.describe(),
+                    inside
+                        .as_ref()
+                        .map(|call| format!(", inside {call}"))
+                        .unwrap_or_default()
+                ),
+                format!("copied into the parameter's buffer by {copy}"),
             ],
         }
     }
 }
 
 /// Whether `reader` reads for the backward pass: its `op_name` is under
-/// `transpose(` (JAX's name for the backward pass of a `jvp`), or it is a
+/// `transpose(` (JAX's name for the backward pass of a `jvp`) or TensorFlow's
+/// `gradient_tape/` ([`scope::phase`]), or it is a
 /// value XLA made (no scope in its `op_name`: a layout copy carries the
 /// argument's path, or nothing) whose users, and theirs while XLA made them,
 /// all are. A forward read feeds the loss, so it always runs before the
@@ -255,7 +372,10 @@ fn read_for_backward(module: &Module, model: &MemoryModel, reader: InstrId) -> b
         }
         let op = module.op_name(id);
         if scoped(&op) {
-            if !op.as_deref().is_some_and(|op| op.contains("transpose(")) {
+            if op
+                .as_deref()
+                .is_none_or(|op| scope::phase(op) != Phase::Backward)
+            {
                 return false;
             }
             read_by_scoped_ops = true;
@@ -331,7 +451,37 @@ fn branches(module: &Module, cond: InstrId, path: &[u64]) -> Vec<Branch> {
         .collect()
 }
 
-pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+/// The op making a value through XLA's `call` wrappers (the callee's root,
+/// through bitcasts), and the outermost `call` it is inside, if any.
+fn through_calls(module: &Module, mut id: InstrId) -> (InstrId, Option<InstrId>) {
+    let mut outer = None;
+    // Bounded: a call's callee is defined above it (no cycles), but be safe.
+    for _ in 0..64 {
+        let instr = module.instr(id);
+        if instr.opcode != Opcode::Call {
+            break;
+        }
+        let Some(&(_, callee)) = instr.called.first() else {
+            break;
+        };
+        outer.get_or_insert(id);
+        id = through_bitcasts(module, module.comp(callee).root);
+    }
+    (id, outer)
+}
+
+pub fn check(
+    module: &Module,
+    model: &MemoryModel,
+    origins: &[ParameterOrigin],
+    frontend: FrontendName,
+) -> Vec<Finding> {
+    let argument = |number: u64| origins.get(number as usize).and_then(|o| o.path.clone());
+    let name = |number: u64, param: InstrId| {
+        origins
+            .get(number as usize)
+            .map_or_else(|| module.instr_name(param).to_string(), |o| o.name.clone())
+    };
     let entry = module.entry();
     let root = entry.root;
     // A set: a training step returns thousands of outputs, and each copy of
@@ -410,21 +560,33 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
                             branches: branches(module, cond, &index),
                             copy,
                         },
-                        None => Copied::ResultCopiedIn {
-                            computed_by: InstrRef::of(module, source),
-                            copy,
-                        },
+                        None => {
+                            let (op, call) = through_calls(module, source);
+                            Copied::ResultCopiedIn {
+                                computed_by: InstrRef::of(module, op),
+                                inside: call.map(|c| module.instr_name(c).to_string()),
+                                copy,
+                            }
+                        }
+                    };
+                    let at = match &how {
+                        Copied::ResultCopiedIn { .. } => through_calls(module, source).0,
+                        _ => source,
                     };
                     let evidence = Evidence {
                         parameter: alias.parameter,
-                        argument: module.op_name(param),
+                        argument: argument(alias.parameter),
+                        name: name(alias.parameter, param),
                         output_index: alias.output_index.clone(),
                         bytes,
                         how,
                     };
                     let mut f = Finding::new(super::Evidence::DonationCopied(evidence), bytes)
-                        .at(module, source)
-                        .parameter(module, alias.parameter);
+                        .at(module, at)
+                        .parameter(origins, alias.parameter);
+                    if frontend.runtime_aliases() {
+                        f.severity = super::Severity::Info;
+                    }
                     f.output_index = Some(alias.output_index.clone());
                     findings.push(f);
                 }
@@ -447,7 +609,8 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
     for (s, blocking) in saved_copies.iter().zip(blocking).rev() {
         let evidence = Evidence {
             parameter: s.alias.parameter,
-            argument: module.op_name(s.param),
+            argument: argument(s.alias.parameter),
+            name: name(s.alias.parameter, s.param),
             output_index: s.alias.output_index.clone(),
             bytes: s.saved,
             how: Copied::OldValueSaved {
@@ -464,9 +627,9 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let expected = evidence.expected_in_training();
         let mut f = Finding::new(super::Evidence::DonationCopied(evidence), s.saved)
             .at(module, s.copies[0])
-            .parameter(module, s.alias.parameter);
+            .parameter(origins, s.alias.parameter);
         f.output_index = Some(s.alias.output_index.clone());
-        if expected {
+        if expected || frontend.runtime_aliases() {
             // Reported, but not a gate's failure: see `expected_in_training`.
             f.severity = super::Severity::Info;
         }

@@ -7,8 +7,10 @@ use serde::Serialize;
 
 use super::Finding;
 use crate::analysis::MemoryModel;
+use crate::frontend::FrontendName;
 use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
+use crate::usage::ParameterOrigin;
 
 /// HM004's facts: an output that is a copy of a parameter.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -18,6 +20,8 @@ pub struct Evidence {
     /// The JAX argument path (`op_name`), when the dump has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
+    /// The parameter's name in the HLO (`arg0.1`, `p0.2`).
+    pub name: String,
     pub bytes: u64,
     /// The parameter is donated and its buffer receives another output.
     pub donated: bool,
@@ -25,7 +29,10 @@ pub struct Evidence {
 
 impl Evidence {
     pub fn message(&self) -> String {
-        let argument = super::quoted(&self.argument);
+        let argument = match &self.argument {
+            Some(_) => super::quoted(&self.argument),
+            None => format!(" (`{}`)", self.name),
+        };
         let why = if self.donated {
             "it is donated and its buffer receives another output, so the old value must be copied out first"
         } else {
@@ -39,19 +46,39 @@ impl Evidence {
         )
     }
 
-    pub fn fix(&self) -> String {
-        if self.donated {
-            return "do not return the donated input as well as its update: return one of them"
-                .into();
+    pub fn fix(&self, frontend: FrontendName) -> String {
+        match (frontend, self.donated) {
+            (FrontendName::Tensorflow, true) => {
+                "do not return the variable from the tf.function as well as updating it in place: the caller \
+                 reads the update from the variable"
+            }
+            (FrontendName::PytorchXla, true) => {
+                "do not keep an unchanged copy of a tensor you also update in place (a clone() before an \
+                 in-place op): the graph must then write both"
+            }
+            (_, true) => "do not return the donated input as well as its update: return one of them",
+            (FrontendName::Jax, false) => {
+                "do not return the input unchanged: the caller still has the array it passed in; where a \
+                 framework returns the whole state for you (nnx.jit, a TrainState), donate that argument \
+                 instead (donate_argnums), so XLA hands back the same buffer rather than a copy"
+            }
+            (FrontendName::Tensorflow, false) => {
+                "do not return an input unchanged from the tf.function: the caller still has the tensor it \
+                 passed in"
+            }
+            (FrontendName::PytorchXla, false) => {
+                "a tensor of this graph equals an input unchanged (a clone(), or a copy into a new tensor): \
+                 use the input itself, whose buffer the device already holds"
+            }
+            (FrontendName::Unknown, false) => {
+                "do not return the input unchanged: the caller still has the array it passed in"
+            }
         }
-        "do not return the input unchanged: the caller still has the array it passed in; where a framework \
-         returns the whole state for you (nnx.jit, a TrainState), donate that argument instead \
-         (donate_argnums), so XLA hands back the same buffer rather than a copy"
-            .into()
+        .into()
     }
 }
 
-pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
+pub fn check(module: &Module, model: &MemoryModel, origins: &[ParameterOrigin]) -> Vec<Finding> {
     let entry = module.entry();
     let root = module.instr(entry.root);
     let outputs: Vec<(Vec<u64>, crate::hlo::InstrId)> = if root.opcode == Opcode::Tuple {
@@ -92,13 +119,14 @@ pub fn check(module: &Module, model: &MemoryModel) -> Vec<Finding> {
         let evidence = Evidence {
             output_index: index.clone(),
             parameter: number,
-            argument: module.op_name(source),
+            argument: origins.get(number as usize).and_then(|o| o.path.clone()),
+            name: module.instr_name(source).to_string(),
             bytes,
             donated,
         };
         let mut f = Finding::new(super::Evidence::OutputCopiesParameter(evidence), bytes)
             .at(module, out)
-            .parameter(module, number);
+            .parameter(origins, number);
         f.output_index = Some(index);
         findings.push(f);
     }

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::{Finding, InstrRef};
 use crate::analysis::{BufferKind, MemoryModel};
+use crate::frontend::FrontendName;
 use crate::hlo::{Module, Opcode};
 use crate::units::human_bytes;
 use crate::usage::{PeakUsage, Role};
@@ -81,7 +82,10 @@ impl Evidence {
         )
     }
 
-    pub fn fix(&self) -> String {
+    pub fn fix(&self, frontend: FrontendName) -> String {
+        if frontend != FrontendName::Jax {
+            return self.fix_elsewhere(frontend);
+        }
         let scope = self.activation_scope.as_ref().filter(|_| self.training);
         if let Some(scope) = scope.filter(|s| s.bytes > 0 && self.activation_bytes > 0) {
             let layers: Vec<String> = scope
@@ -123,6 +127,30 @@ impl Evidence {
             "look at the largest temporaries below: chunk the computation (lax.map, scan) or keep broadcasts fused"
                 .into()
         }
+    }
+
+    /// The fix off JAX: each front-end's rematerialization and chunking.
+    fn fix_elsewhere(&self, frontend: FrontendName) -> String {
+        let (remat, chunks) = match frontend {
+            FrontendName::Tensorflow => (
+                "wrap the largest layers in tf.recompute_grad",
+                "compute large intermediates in chunks (tf.map_fn, tf.while_loop)",
+            ),
+            FrontendName::PytorchXla => (
+                "wrap the largest blocks in torch.utils.checkpoint.checkpoint",
+                "compute large intermediates in chunks",
+            ),
+            FrontendName::Jax | FrontendName::Unknown => (
+                "rematerialize the largest layers' activations (recompute them in the backward pass)",
+                "compute large intermediates in chunks",
+            ),
+        };
+        let remat = if self.training {
+            format!("{remat} so their activations are recomputed rather than kept, ")
+        } else {
+            String::new()
+        };
+        format!("look at the largest temporaries below: {remat}{chunks}, or use a smaller batch")
     }
 
     pub fn details(&self) -> Vec<String> {

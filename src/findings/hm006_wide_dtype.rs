@@ -1,10 +1,12 @@
 //! HM006 wide-dtype: 64-bit floating-point and complex buffers (JAX with
-//! `jax_enable_x64`) take twice the memory of their 32-bit forms.
+//! `jax_enable_x64`, TensorFlow's and PyTorch's float64 tensors) take twice
+//! the memory of their 32-bit forms.
 
 use serde::Serialize;
 
 use super::Finding;
 use crate::analysis::MemoryModel;
+use crate::frontend::FrontendName;
 use crate::hlo::{ElementType, Module, Shape};
 use crate::units::human_bytes;
 
@@ -38,9 +40,23 @@ impl Evidence {
         )
     }
 
-    pub fn fix(&self) -> String {
-        "use float32/complex64: leave jax_enable_x64 off, or cast with .astype(jnp.float32) where 64 bits are not needed"
-            .into()
+    pub fn fix(&self, frontend: FrontendName) -> String {
+        match frontend {
+            FrontendName::Jax => {
+                "use float32/complex64: leave jax_enable_x64 off, or cast with .astype(jnp.float32) where 64 \
+                 bits are not needed"
+            }
+            FrontendName::Tensorflow => {
+                "use float32/complex64 where 64 bits are not needed: cast with tf.cast(x, tf.float32), and \
+                 create tensors as tf.float32 (NumPy's float64 arrays become tf.float64 tensors)"
+            }
+            FrontendName::PytorchXla => {
+                "use float32/complex64 where 64 bits are not needed: x.to(torch.float32) (or x.float()) \
+                 before moving it to the device (torch.from_numpy keeps NumPy's float64)"
+            }
+            FrontendName::Unknown => "use 32-bit types (float32, complex64) where 64 bits are not needed",
+        }
+        .into()
     }
 
     pub fn details(&self) -> Vec<String> {

@@ -2,6 +2,12 @@
 //! rules. Each has a stable code, a one-line message, the evidence and a fix;
 //! `hlomem explain-code CODE` prints its long explanation (the `.md` beside it).
 //!
+//! The words are the module's front-end's ([`FrontendName`]): a JAX module's
+//! fix names `donate_argnums`, a TensorFlow one's resource variables, a
+//! PyTorch/XLA one's in-place updates; a front-end's runtime that chooses
+//! the aliasing itself gets no donation advice, and an unknown one's words
+//! name no front-end's API alone.
+//!
 //! Codes are never renumbered; a retired one stays in [`CODES`], marked removed.
 
 mod hm001_not_donated;
@@ -16,7 +22,9 @@ use serde::Serialize;
 pub use hm001_not_donated::{donation_candidates, DonationCandidate};
 
 use crate::analysis::MemoryModel;
+use crate::frontend::FrontendName;
 use crate::hlo::{InstrId, Module};
+use crate::usage::ParameterOrigin;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -75,7 +83,7 @@ pub const CODES: &[Rule] = &[
         code: "HM006",
         name: "wide-dtype",
         severity: Severity::Info,
-        summary: "64-bit buffers (x64 on) take twice the memory of 32-bit ones",
+        summary: "64-bit floating-point buffers take twice the memory of 32-bit ones",
         doc: include_str!("hm006_wide_dtype.md"),
     },
 ];
@@ -95,8 +103,21 @@ pub fn rule(code: &str) -> Option<&'static Rule> {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ParameterRef {
     pub number: u64,
-    /// The JAX argument path (`params['w']`), from the parameter's `op_name`.
+    /// The JAX argument path (`params['w']`), from the parameter's `op_name`;
+    /// absent for front-ends that name no argument (TensorFlow, PyTorch/XLA).
     pub argument: Option<String>,
+    /// Its name in the HLO (`arg0.1`, `p0.2`).
+    pub name: String,
+}
+
+/// The program XLA compiled, as each front-end's users call it.
+fn compiled_function(frontend: FrontendName) -> &'static str {
+    match frontend {
+        FrontendName::Jax => "the jitted function",
+        FrontendName::Tensorflow => "the tf.function",
+        FrontendName::PytorchXla => "the graph torch_xla.sync() compiles",
+        FrontendName::Unknown => "the compiled function",
+    }
 }
 
 /// `` `params['w']` `` with a leading space, or nothing without an argument
@@ -180,27 +201,28 @@ impl Evidence {
         }
     }
 
-    /// One sentence: what is wrong, with the bytes.
-    pub fn message(&self) -> String {
+    /// One sentence: what is wrong, with the bytes, in `frontend`'s words.
+    pub fn message(&self, frontend: FrontendName) -> String {
         match self {
-            Evidence::NotDonated(e) => e.message(),
+            Evidence::NotDonated(e) => e.message(frontend),
             Evidence::DonationUnusable(e) => e.message(),
-            Evidence::DonationCopied(e) => e.message(),
+            Evidence::DonationCopied(e) => e.message(frontend),
             Evidence::OutputCopiesParameter(e) => e.message(),
             Evidence::TempsDominate(e) => e.message(),
             Evidence::WideDtype(e) => e.message(),
         }
     }
 
-    /// What to change in the program.
-    pub fn fix(&self) -> String {
+    /// What to change in the program, with `frontend`'s API (or, where its
+    /// runtime decides, that there is nothing to set).
+    pub fn fix(&self, frontend: FrontendName) -> String {
         match self {
-            Evidence::NotDonated(e) => e.fix(),
-            Evidence::DonationUnusable(e) => e.fix(),
-            Evidence::DonationCopied(e) => e.fix(),
-            Evidence::OutputCopiesParameter(e) => e.fix(),
-            Evidence::TempsDominate(e) => e.fix(),
-            Evidence::WideDtype(e) => e.fix(),
+            Evidence::NotDonated(e) => e.fix(frontend),
+            Evidence::DonationUnusable(e) => e.fix(frontend),
+            Evidence::DonationCopied(e) => e.fix(frontend),
+            Evidence::OutputCopiesParameter(e) => e.fix(frontend),
+            Evidence::TempsDominate(e) => e.fix(frontend),
+            Evidence::WideDtype(e) => e.fix(frontend),
         }
     }
 
@@ -231,6 +253,8 @@ pub struct Finding {
     /// `file:line` of the instruction, when the dump says.
     pub source: Option<String>,
     pub evidence: Evidence,
+    /// The module's front-end, whose words the message and fix use.
+    pub frontend: FrontendName,
 }
 
 impl Finding {
@@ -246,15 +270,16 @@ impl Finding {
             bytes,
             source: None,
             evidence,
+            frontend: FrontendName::Unknown,
         }
     }
 
     pub fn message(&self) -> String {
-        self.evidence.message()
+        self.evidence.message(self.frontend)
     }
 
     pub fn fix(&self) -> String {
-        self.evidence.fix()
+        self.evidence.fix(self.frontend)
     }
 
     fn at(mut self, module: &Module, instr: InstrId) -> Finding {
@@ -263,13 +288,13 @@ impl Finding {
         self
     }
 
-    fn parameter(mut self, module: &Module, number: u64) -> Finding {
-        let argument = module
-            .entry()
-            .parameters
-            .get(number as usize)
-            .and_then(|&p| module.op_name(p));
-        self.parameter = Some(ParameterRef { number, argument });
+    fn parameter(mut self, origins: &[ParameterOrigin], number: u64) -> Finding {
+        let origin = origins.get(number as usize);
+        self.parameter = Some(ParameterRef {
+            number,
+            argument: origin.and_then(|o| o.path.clone()),
+            name: origin.map(|o| o.name.clone()).unwrap_or_default(),
+        });
         self
     }
 }
@@ -284,17 +309,20 @@ pub fn reported(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<
 
 /// Every finding for a module, most bytes at stake first.
 pub fn run(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Finding> {
+    let origins = &usage.parameters;
+    let frontend = usage.frontend.name;
     let mut findings = Vec::new();
-    findings.extend(hm001_not_donated::check(module, model, &usage.parameters));
-    findings.extend(hm002_donation_unusable::check(
-        module,
-        model,
-        &usage.parameters,
+    findings.extend(hm001_not_donated::check(module, model, origins));
+    findings.extend(hm002_donation_unusable::check(module, model, origins));
+    findings.extend(hm003_donation_copied::check(
+        module, model, origins, frontend,
     ));
-    findings.extend(hm003_donation_copied::check(module, model));
-    findings.extend(hm004_output_copies_parameter::check(module, model));
+    findings.extend(hm004_output_copies_parameter::check(module, model, origins));
     findings.extend(hm005_temps_dominate::check(module, model, usage));
     findings.extend(hm006_wide_dtype::check(module, model));
+    for f in &mut findings {
+        f.frontend = frontend;
+    }
     findings.sort_by(|a, b| {
         b.bytes
             .cmp(&a.bytes)
@@ -306,16 +334,43 @@ pub fn run(module: &Module, model: &MemoryModel, usage: &PeakUsage) -> Vec<Findi
 
 use crate::usage::PeakUsage;
 
-/// `donate_argnums=(1,)` / `donate_argnames="params"` advice for a
-/// parameter, given its JAX argument (name and position), if known.
-pub fn donate_fix(number: u64, argument: Option<&(String, usize)>) -> String {
-    match argument {
-        Some((name, index)) => format!(
+/// How to let XLA write an output into parameter `number`'s buffer, in
+/// `frontend`'s terms: JAX's `donate_argnums=(1,)` / `donate_argnames="params"`
+/// given the argument (name and position), if known; TensorFlow's resource
+/// variables updated in place; torch_xla's in-place updates and buffer
+/// donation.
+pub fn donate_fix(
+    frontend: FrontendName,
+    number: u64,
+    label: &str,
+    argument: Option<&(String, usize)>,
+) -> String {
+    match (frontend, argument) {
+        (FrontendName::Jax, Some((name, index))) => format!(
             "donate it: jax.jit(f, donate_argnums={index}) (argument `{name}`, if it is the {} positional argument), \
              or donate_argnames=\"{name}\"",
             ordinal(*index)
         ),
-        None => format!("donate parameter {number}: jax.jit(f, donate_argnums=...) naming that argument"),
+        (FrontendName::Jax, None) => {
+            format!("donate parameter {number}: jax.jit(f, donate_argnums=...) naming that argument")
+        }
+        (FrontendName::Tensorflow, _) => format!(
+            "TensorFlow reuses the buffer of a resource variable that the function updates in place, never a \
+             tensor argument's: if parameter {number} (`{label}`) is state the result replaces, keep it in a \
+             tf.Variable and update it inside the tf.function(jit_compile=True) with assign / assign_add / \
+             assign_sub"
+        ),
+        (FrontendName::PytorchXla, _) => format!(
+            "torch_xla reuses the buffer of a tensor the graph updates in place: if parameter {number} \
+             (`{label}`) is not read after this step, update it in place (a.add_(b), a.copy_(new), an \
+             optimizer's in-place step) instead of making a new tensor, or mark it for donation before the \
+             sync with torch_xla._XLAC._set_buffer_donation(tensor, True) (torch_xla 2.x)"
+        ),
+        (FrontendName::Unknown, _) => format!(
+            "let XLA write the output into parameter {number}'s buffer (`{label}`), if the caller does not \
+             read it afterwards: donate it (JAX: donate_argnums), update it in place (PyTorch/XLA), or keep it \
+             in a resource variable updated with assign (TensorFlow)"
+        ),
     }
 }
 
@@ -330,3 +385,5 @@ fn ordinal(i: usize) -> String {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_frontends;

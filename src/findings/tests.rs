@@ -13,7 +13,7 @@ fn codes(text: &str) -> Vec<&'static str> {
     findings(text).iter().map(|f| f.code).collect()
 }
 
-const ADD: &str = "HloModule m, is_scheduled=true\n\n\
+const ADD: &str = "HloModule jit_add, is_scheduled=true\n\n\
     ENTRY %e (a: f32[1024], b: f32[1024]) -> f32[1024] {\n  \
     %a = f32[1024]{0} parameter(0), metadata={op_name=\"a\"}\n  %b = f32[1024]{0} parameter(1), metadata={op_name=\"b\"}\n  \
     ROOT %s = f32[1024]{0} add(%a, %b)\n}\n";
@@ -35,8 +35,8 @@ fn hm001_when_an_output_could_take_an_input_buffer() {
 #[test]
 fn hm001_not_when_already_donated() {
     let donated = ADD.replace(
-        "is_scheduled=true",
-        "is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }",
+        "jit_add, is_scheduled=true",
+        "jit_add, is_scheduled=true, input_output_alias={ {}: (0, {}, may-alias) }",
     );
     assert!(!codes(&donated).contains(&"HM001"));
 }

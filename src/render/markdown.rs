@@ -68,12 +68,15 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
 }
 
 fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "### `{}`", m.name)?;
+    writeln!(out, "### `{}`", m.short_name)?;
     writeln!(out)?;
     writeln!(
         out,
-        "`{}`: {} computations, {} instructions",
-        m.file, m.computations, m.instructions
+        "`{}`: {} computations, {} instructions; front-end {}",
+        m.file,
+        m.computations,
+        m.instructions,
+        m.frontend.describe()
     )?;
     if m.num_partitions > 1 || m.replica_count > 1 {
         writeln!(
@@ -139,6 +142,10 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 "| | | | | {} more lines |",
                 usage.by_source.len() - shown
             )?;
+        }
+        if let Some(hint) = &usage.source_hint {
+            writeln!(out)?;
+            writeln!(out, "_{}_", hint.message())?;
         }
         if options.verbose {
             writeln!(out)?;

@@ -49,6 +49,13 @@ pub struct InputError {
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ModuleReport {
     pub name: String,
+    /// The name people know the module by: TensorFlow's function
+    /// (`train_step` for `a_inference_train_step_441__XlaMustCompile_true_...`),
+    /// otherwise `name`.
+    pub short_name: String,
+    /// The front-end that made the module (JAX, TensorFlow, PyTorch/XLA), and
+    /// what in its text said so; findings are worded for it.
+    pub frontend: crate::frontend::Frontend,
     /// The module's name in its dump folder (`module_0000.jit_fn`).
     pub key: String,
     pub file: String,
@@ -61,7 +68,8 @@ pub struct ModuleReport {
     pub replica_count: u64,
     pub parameters: Vec<ParameterReport>,
     /// The parameters grouped by the JAX argument they come from (`params`:
-    /// 446 arrays), in argument order; empty when the dump names none.
+    /// 446 arrays), in argument order; empty when the dump names none
+    /// (TensorFlow's and PyTorch/XLA's parameters have no argument path).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arguments: Vec<ArgumentReport>,
     /// The entry's result, one entry per array leaf.
@@ -207,10 +215,15 @@ pub struct PeakBufferReport {
 pub struct ParameterReport {
     pub number: u64,
     pub name: String,
+    /// How reports name it: its JAX argument path (`params['w']`), else
+    /// `name` (TensorFlow's `XLA_Args` and torch_xla's `xla__device_data`
+    /// name no argument).
+    pub label: String,
     // Shared with the parameter's instruction.
     pub shape: std::sync::Arc<Shape>,
     pub bytes: u64,
-    /// For JAX, the Python argument's name (`a`, `params['w']`).
+    /// The `op_name` as written: for JAX, the Python argument's path (`a`,
+    /// `params['w']`); TensorFlow's `XLA_Args`, torch_xla's `xla__device_data`.
     pub op_name: Option<String>,
     /// `file:line` of the user's code, when the dump says.
     pub source: Option<String>,
@@ -351,6 +364,8 @@ impl ModuleReport {
         }
         ModuleReport {
             name: module.name.clone(),
+            short_name: usage.frontend.name.short_name(&module.name),
+            frontend: usage.frontend.clone(),
             key: module
                 .path()
                 .file_name()
@@ -525,6 +540,7 @@ fn parameter_report(
     ParameterReport {
         number: instr.parameter_number.unwrap_or_default(),
         name: module.instr_name(id).to_string(),
+        label: origin.label().to_string(),
         shape: instr.shape.clone(),
         bytes: target.total_size(&instr.shape),
         op_name: origin.op_name.clone(),

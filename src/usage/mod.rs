@@ -50,6 +50,14 @@ pub struct PeakUsage {
     /// and the findings too.
     #[serde(skip)]
     pub parameters: Vec<arguments::ParameterOrigin>,
+    /// The front-end that made the module (the report shows it beside the
+    /// module; findings word their fixes by it).
+    #[serde(skip)]
+    pub frontend: crate::frontend::Frontend,
+    /// Where source lines are missing or say nothing of the user's code,
+    /// and what would give them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_hint: Option<source::SourceHint>,
 }
 
 impl PeakUsage {
@@ -66,6 +74,8 @@ impl PeakUsage {
             by_scope: self.by_scope.clone(),
             buffers: Vec::new(),
             parameters: Vec::new(),
+            frontend: self.frontend.clone(),
+            source_hint: self.source_hint.clone(),
         }
     }
 }
@@ -102,6 +112,10 @@ pub struct SourceGroup {
     /// For the arguments' buffers, which have no line: the JAX argument.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argument: Option<String>,
+    /// For a parameter's buffer with no argument path (TensorFlow's,
+    /// PyTorch/XLA's): the parameter's name in the HLO (`arg0.1`, `p0.2`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
     /// Copies XLA made of `argument` (a layout change), which are buffers of
     /// their own beside the argument's and so a group of their own.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -138,7 +152,10 @@ impl SourceGroup {
                 return format!("layout copies of argument `{a}` (made by XLA)")
             }
             (None, _, Some(a)) => format!("argument `{a}`"),
-            (None, _, None) => "(no source line)".to_string(),
+            (None, _, None) => match &self.parameter {
+                Some(p) => format!("parameter `{p}`"),
+                None => "(no source line)".to_string(),
+            },
             (Some(s), Some(c), _) if s != c => {
                 format!(
                     "{} ← {}",
@@ -206,6 +223,8 @@ pub struct BufferUse {
     pub role: Role,
     /// For arguments: the JAX argument (`params`).
     pub argument: Option<String>,
+    /// For a parameter without an argument path: its HLO name (`p0.2`).
+    pub parameter: Option<String>,
     /// A copy of the argument XLA made (a layout change), not the argument's
     /// own buffer: the peak holds both.
     pub layout_copy: bool,
@@ -219,13 +238,14 @@ impl BufferUse {
         source::caller(&self.stack)
     }
     fn scope_path(&self) -> Vec<String> {
-        match (&self.argument, &self.op_name) {
-            (Some(argument), _) if self.layout_copy => {
+        match (&self.argument, &self.parameter, &self.op_name) {
+            (Some(argument), _, _) if self.layout_copy => {
                 vec!["arguments".into(), format!("{argument} (layout copies)")]
             }
-            (Some(argument), _) => vec!["arguments".into(), argument.clone()],
-            (None, Some(op)) => scope::path(op),
-            (None, None) => vec!["(no op_name)".into()],
+            (Some(argument), _, _) => vec!["arguments".into(), argument.clone()],
+            (None, Some(parameter), _) => vec!["parameters".into(), parameter.clone()],
+            (None, None, Some(op)) => scope::path(op),
+            (None, None, None) => vec!["(no op_name)".into()],
         }
     }
 }
@@ -234,7 +254,11 @@ impl BufferUse {
 /// them: the first op reading them, in schedule order, whose line is known.
 fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [BufferUse]) {
     let orphans: Vec<usize> = (0..buffers.len())
-        .filter(|&i| buffers[i].stack.is_empty() && buffers[i].argument.is_none())
+        .filter(|&i| {
+            buffers[i].stack.is_empty()
+                && buffers[i].argument.is_none()
+                && buffers[i].parameter.is_none()
+        })
         .collect();
     if orphans.is_empty() {
         return;
@@ -249,7 +273,7 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
     let mut found: HashMap<crate::hlo::InstrId, Vec<SourceLocation>> = HashMap::default();
     // A fusion without metadata often fuses ops that have it.
     let stack_of = |instr: crate::hlo::InstrId| {
-        let own = module.stack(instr);
+        let own = source::op_name_and_stack(module, instr).1;
         if !own.is_empty() {
             return own;
         }
@@ -257,7 +281,7 @@ fn attribute_xla_made(module: &Module, model: &MemoryModel, buffers: &mut [Buffe
             let comp = module.comp(callee);
             let inner = std::iter::once(comp.root)
                 .chain(comp.instructions.iter().rev().copied())
-                .map(|i| module.stack(i))
+                .map(|i| source::op_name_and_stack(module, i).1)
                 .find(|s| !s.is_empty());
             if let Some(stack) = inner {
                 return stack;
@@ -345,21 +369,24 @@ pub fn peak_usage(module: &Module, model: &MemoryModel) -> PeakUsage {
 }
 
 /// What the usage report reads of the module alone, before there is a memory
-/// model: whether JAX's wrappers for training and rematerialization appear
-/// in op_names, and each entry parameter's origin. The pipeline reads them
-/// beside the accounting, whose longest stages keep one core busy.
+/// model: the front-end, whether its wrappers for training and
+/// rematerialization appear in op_names, and each entry parameter's origin.
+/// The pipeline reads them beside the accounting, whose longest stages keep
+/// one core busy.
 pub struct ModuleFacts {
     training: bool,
     rematerialized: bool,
     parameters: Vec<arguments::ParameterOrigin>,
+    frontend: crate::frontend::Frontend,
 }
 
 impl ModuleFacts {
     pub fn read(module: &Module) -> ModuleFacts {
+        use crate::frontend::{Frontend, FrontendName};
         // The text is searched instead of every instruction's metadata: these
         // wrappers appear nowhere but in op_names. Each search reads the whole
         // text, so they run beside the parameters' metadata.
-        let ((training, rematerialized), parameters) = rayon::join(
+        let ((jax_training, jax_remat), (parameters, frontend, tf_training)) = rayon::join(
             || {
                 rayon::join(
                     || module.text_contains("transpose(jvp("),
@@ -375,12 +402,26 @@ impl ModuleFacts {
                     },
                 )
             },
-            || arguments::parameter_origins(module),
+            || {
+                let read = arguments::read_parameters(module);
+                let op_names: Vec<Option<String>> =
+                    read.iter().map(|(op_name, _)| op_name.clone()).collect();
+                let frontend = Frontend::detect(module, &op_names);
+                // TensorFlow's GradientTape scopes the backward pass.
+                let tf_training = frontend.name == FrontendName::Tensorflow
+                    && module.text_contains(scope::TF_BACKWARD);
+                let parameters = arguments::parameter_origins(module, read, frontend.name);
+                (parameters, frontend, tf_training)
+            },
         );
+        let jax_words = frontend.name.names_arguments();
         ModuleFacts {
-            training,
-            rematerialized,
+            training: (jax_words && jax_training) || tf_training,
+            // `jax.checkpoint`'s scopes; a TensorFlow or PyTorch/XLA op
+            // named `checkpoint` is not one.
+            rematerialized: jax_words && jax_remat,
             parameters,
+            frontend,
         }
     }
 }
@@ -391,6 +432,7 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
         training,
         rematerialized,
         parameters,
+        frontend,
     } = facts;
     let origin_of: HashMap<_, _> = module.entry().parameters.iter().zip(&parameters).collect();
     let names: std::collections::HashSet<&str> = parameters
@@ -411,14 +453,15 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
             // not what made the argument.
             let (op_name, stack) = match origin {
                 Some(o) if b.kind == BufferKind::Parameter => (o.op_name.clone(), Vec::new()),
-                _ => module.op_name_and_stack(b.instruction),
+                _ => source::op_name_and_stack(module, b.instruction),
             };
             let phase = op_name.as_deref().map_or(Phase::Outside, scope::phase);
+            // A parameter without an argument path stands alone, by its HLO name.
+            let parameter = origin
+                .filter(|o| o.argument.is_none())
+                .map(|o| o.name.clone());
             let argument = if let Some(o) = origin {
-                Some(o.argument.as_ref().map_or_else(
-                    || module.instr_name(b.instruction).to_string(),
-                    |(name, _)| name.clone(),
-                ))
+                o.argument.as_ref().map(|(name, _)| name.clone())
             } else {
                 // A copy of an argument (a layout change) keeps its op_name.
                 op_name
@@ -442,12 +485,14 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
                 phase,
                 role,
                 argument,
+                parameter,
                 layout_copy,
             }
         })
         .collect();
     let mut buffers = buffers;
     attribute_xla_made(module, model, &mut buffers);
+    let source_hint = source_hint(module, frontend.name, &buffers);
     let live_peak = model.totals.live_peak_bytes;
     let phase = model
         .peak
@@ -463,6 +508,46 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
         by_scope: by_scope(&buffers, live_peak),
         buffers,
         parameters,
+        frontend,
+        source_hint,
+    }
+}
+
+/// What would give the report the user's lines where it has none:
+/// torch_xla's debug flags, or (TensorFlow) nothing, which the hint says.
+fn source_hint(
+    module: &Module,
+    frontend: crate::frontend::FrontendName,
+    buffers: &[BufferUse],
+) -> Option<source::SourceHint> {
+    use crate::frontend::FrontendName;
+    match frontend {
+        FrontendName::PytorchXla => {
+            let none = buffers.iter().all(|b| b.stack.is_empty())
+                && module.stack_frames.frames.is_empty()
+                && !module.text_contains("source_line=");
+            none.then_some(source::SourceHint::PytorchXlaDebugOff)
+        }
+        FrontendName::Tensorflow => {
+            let with_lines: Vec<&BufferUse> =
+                buffers.iter().filter(|b| !b.stack.is_empty()).collect();
+            if with_lines.is_empty() || with_lines.iter().any(|b| b.caller().is_some()) {
+                return None;
+            }
+            // The line most of them point at (TensorFlow's ops.py).
+            let mut counts: HashMap<String, usize> = HashMap::default();
+            for b in &with_lines {
+                if let Some(s) = b.source() {
+                    *counts.entry(s.to_string()).or_default() += 1;
+                }
+            }
+            let location = counts
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?
+                .0;
+            Some(source::SourceHint::TensorflowOwnLine { location })
+        }
+        FrontendName::Jax | FrontendName::Unknown => None,
     }
 }
 
@@ -523,6 +608,7 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
             b.source().map(ToString::to_string),
             b.caller().map(ToString::to_string),
             b.argument.clone().filter(|_| b.stack.is_empty()),
+            b.parameter.clone().filter(|_| b.stack.is_empty()),
             b.layout_copy && b.stack.is_empty(),
             b.made_by_xla,
         )
@@ -530,10 +616,16 @@ fn by_source(buffers: &[BufferUse], live_peak: u64) -> Vec<SourceGroup> {
     group_by(buffers, key, live_peak)
         .into_iter()
         .map(
-            |((source, caller, argument, layout_copy, made_by_xla), size, first, largest)| {
+            |(
+                (source, caller, argument, parameter, layout_copy, made_by_xla),
+                size,
+                first,
+                largest,
+            )| {
                 let b = &buffers[first];
                 let mut group = SourceGroup {
                     argument,
+                    parameter,
                     layout_copy,
                     place: String::new(),
                     made_by_xla,
@@ -676,3 +768,6 @@ impl PeakUsage {
         })
     }
 }
+
+#[cfg(test)]
+mod tests_frontends;

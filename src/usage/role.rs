@@ -113,7 +113,7 @@ pub(super) fn groups(buffers: &[BufferUse], live_peak: u64) -> Vec<RoleGroup> {
             }
         };
         groups[g].1.add(b);
-        if let Some(argument) = &b.argument {
+        if let Some(argument) = b.argument.as_ref().or(b.parameter.as_ref()) {
             let name = if b.layout_copy {
                 format!("{argument} (layout copies)")
             } else {

@@ -24,9 +24,16 @@ pub enum Phase {
     Outside,
 }
 
+/// TensorFlow's `GradientTape` names the backward pass's ops
+/// `gradient_tape/...` (`gradient_tape/sequential_1/dense_1/MatMul/MatMul`);
+/// its forward pass has no marker.
+pub const TF_BACKWARD: &str = "gradient_tape/";
+
 /// The phase an op_name says.
 pub fn phase(op_name: &str) -> Phase {
-    if op_name.contains("transpose(") {
+    let tf_backward =
+        op_name.starts_with(TF_BACKWARD) || op_name.contains(&["/", TF_BACKWARD].concat());
+    if op_name.contains("transpose(") || tf_backward {
         Phase::Backward
     } else if op_name.contains("jvp(") {
         Phase::Forward
@@ -130,6 +137,13 @@ mod tests {
         assert_eq!(phase("jit(s)/transpose(jvp(GPT))/h_0/mul"), Phase::Backward);
         assert_eq!(phase("jit(s)/jvp(GPT)/h_0/mul"), Phase::Forward);
         assert_eq!(phase("jit(s)/mul"), Phase::Outside);
+        // TensorFlow's GradientTape: its backward pass; the forward has no marker.
+        assert_eq!(
+            phase("gradient_tape/sequential_1/dense_1_2/MatMul/MatMul"),
+            Phase::Backward
+        );
+        assert_eq!(phase("while/gradient_tape/dense/MatMul"), Phase::Backward);
+        assert_eq!(phase("sequential_1/dense_1/MatMul"), Phase::Outside);
     }
 
     #[test]

@@ -6,7 +6,68 @@
 //! of their program that called it: the innermost frame outside installed
 //! packages and the Python installation.
 
-use crate::hlo::SourceLocation;
+use serde::Serialize;
+
+use crate::hlo::{InstrId, Module, SourceLocation};
+
+/// An op's `op_name` and call stack, innermost first. An op whose metadata
+/// has both an inline `source_file` and a `stack_frame_id` (TensorFlow's
+/// inline line is its own `ops.py`) gets the table's frames after the
+/// inline line, so that the user's own frame can be found among them.
+pub fn op_name_and_stack(module: &Module, id: InstrId) -> (Option<String>, Vec<SourceLocation>) {
+    let (op_name, mut stack) = module.op_name_and_stack(id);
+    if module.stack_frames.frames.is_empty() {
+        return (op_name, stack);
+    }
+    let metadata = module.metadata(id);
+    let frame = metadata.stack_frame_id.filter(|&f| f > 0);
+    if let (Some(_), Some(frame)) = (metadata.source_file, frame) {
+        let Ok(frame) = usize::try_from(frame - 1) else {
+            return (op_name, stack);
+        };
+        for location in module.stack_frames.stack_of_frame(frame) {
+            let known = stack
+                .iter()
+                .any(|l| l.file == location.file && l.line == location.line);
+            if !known {
+                stack.push(location);
+            }
+        }
+    }
+    (op_name, stack)
+}
+
+/// Why the report's source lines say less than they could, and what would
+/// give more.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SourceHint {
+    /// A PyTorch/XLA module without a source line: torch_xla writes them
+    /// only when the program runs with `XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1`.
+    PytorchXlaDebugOff,
+    /// Every op's line is inside TensorFlow (`location`, its
+    /// `framework/ops.py`), and no stack frame names the user's file.
+    TensorflowOwnLine { location: String },
+}
+
+impl SourceHint {
+    pub fn message(&self) -> String {
+        match self {
+            SourceHint::PytorchXlaDebugOff => {
+                "no source lines: torch_xla writes them into the HLO only when the program runs with \
+                 XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 (environment variables; the dump then also names each op's \
+                 aten operation)"
+                    .to_string()
+            }
+            SourceHint::TensorflowOwnLine { location } => format!(
+                "TensorFlow's metadata points every op at its own {}, and the dump holds no stack frames \
+                 naming your file: the op_name scopes (tf.name_scope, Keras layer names) below say where \
+                 the memory is made",
+                short(location)
+            ),
+        }
+    }
+}
 
 /// Whether `file` belongs to an installed package or to Python itself rather
 /// than to the user's program.

@@ -8,6 +8,7 @@ mod deferred;
 mod errors;
 mod explain;
 mod folders;
+mod frontends;
 mod gate;
 mod hostile;
 mod html;

@@ -176,7 +176,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         out,
         "{} {}",
         bold("module", options),
-        bold(&m.name, options)
+        bold(&m.short_name, options)
     )?;
     writeln!(out, "  file          {}", m.file)?;
     let scheduled = if m.scheduled {
@@ -190,6 +190,12 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         m.computations, m.instructions
     )?;
     writeln!(out, "  backend       {}", describe_target(&m.target))?;
+    write_wrapped(
+        out,
+        "  front-end     ",
+        "                ",
+        &m.frontend.describe(),
+    )?;
     if m.num_partitions > 1 || m.replica_count > 1 {
         writeln!(
             out,
@@ -428,7 +434,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
             .map(|p| {
                 [
                     format!("#{}", p.number),
-                    one_line(p.op_name.as_deref().unwrap_or(&p.name)),
+                    one_line(&p.label),
                     p.shape.to_string(),
                     human_bytes(p.bytes),
                     p.source

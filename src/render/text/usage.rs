@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::{bold, write_table};
+use super::{bold, write_table, write_wrapped};
 use crate::render::{one_line, short_shape, RenderOptions};
 use crate::report::ModuleReport;
 use crate::units::human_bytes;
@@ -85,6 +85,9 @@ pub(super) fn write_peak(
         out,
         usage.by_source.iter().skip(shown).map(|g| g.size.bytes),
     )?;
+    if let Some(hint) = &usage.source_hint {
+        write_wrapped(out, "    (", "     ", &format!("{})", hint.message()))?;
+    }
 
     writeln!(out, "    by role")?;
     let rows: Vec<[String; 4]> = usage
