@@ -15,22 +15,21 @@ fn sample_cases() -> usize {
         .count()
 }
 
-/// The most device memory a sample needs, as XLA reported it: the default
-/// memory space's allocations (all of "Total bytes used" off TPU).
-/// XLA's device memory for one sample's module (`truth.json`).
-fn sample_truth_device_bytes(case: &str) -> u64 {
-    let path = std::path::Path::new("samples")
-        .join(case)
-        .join("truth.json");
-    let truth: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let reported = &truth["modules_of_interest"][0]["xla_reported"];
+/// XLA's device memory in one module's `xla_reported` (`truth.json`): the
+/// default memory space's allocations (all of "Total bytes used" off TPU).
+fn device_bytes(reported: &serde_json::Value) -> u64 {
     reported["allocation_bytes_by_color"]["0"]
         .as_u64()
         .or_else(|| reported["total_bytes_used"].as_u64())
         .unwrap()
 }
 
+/// XLA's device memory for one sample's module.
+fn sample_truth_device_bytes(case: &str) -> u64 {
+    device_bytes(&crate::support::sample_truth(case)["modules_of_interest"][0]["xla_reported"])
+}
+
+/// The most device memory a sample needs, as XLA reported it.
 fn largest_sample_total() -> u64 {
     let mut largest = 0;
     for case in std::fs::read_dir("samples")
@@ -42,12 +41,7 @@ fn largest_sample_total() -> u64 {
             serde_json::from_str(&std::fs::read_to_string(case.path().join("truth.json")).unwrap())
                 .unwrap();
         for m in truth["modules_of_interest"].as_array().unwrap() {
-            let reported = &m["xla_reported"];
-            let device = reported["allocation_bytes_by_color"]["0"]
-                .as_u64()
-                .or_else(|| reported["total_bytes_used"].as_u64())
-                .unwrap();
-            largest = largest.max(device);
+            largest = largest.max(device_bytes(&m["xla_reported"]));
         }
     }
     largest

@@ -46,7 +46,6 @@ pub fn sample_modules() -> Vec<PathBuf> {
     files
 }
 
-/// A sample case's `truth.json` (XLA's own numbers, written by samples/gen_samples.py).
 /// Every sample's `dump` folder, sorted.
 pub fn sample_dump_folders() -> Vec<PathBuf> {
     let mut folders: Vec<PathBuf> = std::fs::read_dir(root().join("samples"))
@@ -71,6 +70,7 @@ pub fn text_files(folder: &str) -> Vec<PathBuf> {
     files
 }
 
+/// A sample case's `truth.json` (XLA's own numbers, written by samples/gen_samples.py).
 pub fn sample_truth(case: &str) -> serde_json::Value {
     let text = std::fs::read_to_string(root().join("samples").join(case).join("truth.json"))
         .expect("truth.json");
