@@ -1,6 +1,7 @@
 //! One integration-test binary (faster to link than one per file).
 
 mod accelerators;
+mod architecture;
 mod attacks;
 mod cli;
 mod corpus;
