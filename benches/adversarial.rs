@@ -1,16 +1,16 @@
 //! How parse + accounting time grows on the module shapes that used to be
-//! quadratic or to overflow the stack (`bench/shapes.rs`): each at sizes 3x
+//! quadratic or to overflow the stack (`measure/shapes.rs`): each at sizes 3x
 //! apart, so the ratio of two times shows the growth (3x is linear).
 //! `cargo bench --bench adversarial`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 
-#[path = "../bench/shapes.rs"]
+#[path = "../measure/shapes.rs"]
 mod shapes;
 
 fn analyze(text: &str) -> u64 {
     let module = hlomem::parse_text("shape.txt", text.to_string()).expect("parses");
-    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
     // What holds the peak too: its search for values without a line was
     // exponential on `diamonds`.
     let usage = hlomem::usage::peak_usage(&module, &model);

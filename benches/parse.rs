@@ -1,6 +1,6 @@
 //! Parse throughput on real modules. The big one lives in the shared corpus
 //! (`HLOMEM_CORPUS`, default `../shared`); without it only the samples run.
-//! Compare with XLA's own parser: `python bench/compare_xla.py`.
+//! Compare with XLA's own parser: `python measure/compare_xla.py`.
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! heap simulation, findings, and the report with its JSON rendering.
 //!
 //! Inputs: the shared corpus's 48-layer transformer (`HLOMEM_CORPUS`, default
-//! `../shared`) and the 96- and 192-layer modules `bench/make_data.sh` makes under
+//! `../shared`) and the 96- and 192-layer modules `measure/make_data.sh` makes under
 //! `target/bench-data/` (not committed: 13 and 26 MB). Missing inputs are skipped
 //! with a note. `HLOMEM_BENCH_ONLY=192` keeps the inputs whose name contains it.
 
@@ -45,7 +45,7 @@ fn inputs() -> Vec<(String, PathBuf)> {
             found.push((name.to_string(), path));
         } else {
             eprintln!(
-                "skipping {name}: {} not found (bench/make_data.sh makes it)",
+                "skipping {name}: {} not found (measure/make_data.sh makes it)",
                 path.display()
             );
         }
@@ -59,7 +59,7 @@ fn stages(c: &mut Criterion) {
         let bytes = text.len() as u64;
         let module = hlomem::parse_text_on_demand(&path, text.clone()).expect("parses");
         let aliases = &module.header.input_output_alias;
-        let target = hlomem::target::Target::detect(&module);
+        let target = hlomem::chip::Target::detect(&module);
         let graph = ModuleGraph::build(&module);
         let schedule = Schedule::build(&module, &graph);
         let dataflow = Dataflow::build(&module, &graph, aliases, &target);
@@ -86,7 +86,7 @@ fn stages(c: &mut Criterion) {
         group.bench_function(BenchmarkId::from_parameter("end-to-end"), |b| {
             b.iter(|| {
                 let module = hlomem::parse_text_on_demand(&path, text.clone()).expect("parses");
-                let model = analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+                let model = analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
                 hlomem::pipeline::report_module(&module, &model)
             })
         });

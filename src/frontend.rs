@@ -4,7 +4,7 @@
 //! different way to donate a buffer or to cast to 32 bits: findings, fixes
 //! and the report's names ask [`FrontendName`] for their words.
 //!
-//! Read from the module text alone, as [`crate::target::Target`] reads the
+//! Read from the module text alone, as [`crate::chip::Target`] reads the
 //! backend: the module's name first (`jit_step`, `a_inference_train_step_441__XlaMustCompile_true_...`,
 //! `SyncTensorsGraph.257`), then the parameters' `op_name`s (`XLA_Args`,
 //! `xla__device_data`), then the ops' (`jit(f)/...`, `aten__add`). When

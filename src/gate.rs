@@ -147,7 +147,7 @@ pub fn check(
                 file: m.file.clone(),
                 bytes,
                 exact: m.memory.by_space.iter().all(|s| s.color != 0 || s.exact),
-                memory: if m.target.backend == crate::target::Backend::Tpu {
+                memory: if m.target.backend == crate::chip::Backend::Tpu {
                     MemoryKind::Hbm
                 } else {
                     MemoryKind::Device

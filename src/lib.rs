@@ -13,6 +13,7 @@
 extern crate alloc;
 
 pub mod analysis;
+pub mod chip;
 pub mod error;
 pub mod findings;
 pub mod frontend;
@@ -24,7 +25,6 @@ pub mod render;
 pub mod report;
 pub mod schema;
 pub mod source;
-pub mod target;
 pub mod units;
 pub mod usage;
 pub mod xla_report;

@@ -9,7 +9,7 @@ fn main() -> ExitCode {
 
 /// With `HLOMEM_REPORT_PEAK_RSS` set, the process's peak resident memory
 /// (`VmHWM`) goes to standard error at exit, for the memory checks (the
-/// corpus test, `bench/`). A parent's `wait4` cannot tell it: a child forked
+/// corpus test, `measure/`). A parent's `wait4` cannot tell it: a child forked
 /// from a big test process counts the parent's pages until it execs.
 fn report_peak_rss() {
     if std::env::var_os("HLOMEM_REPORT_PEAK_RSS").is_none() {

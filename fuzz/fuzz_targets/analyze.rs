@@ -10,7 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(module) = hlomem::parse_text_on_demand("fuzz_cpu_after_optimizations.txt", text) else {
         return;
     };
-    let target = hlomem::target::Target::detect(&module);
+    let target = hlomem::chip::Target::detect(&module);
     let model = hlomem::analysis::analyze(&module, &target);
     let summary = hlomem::pipeline::report_module(&module, &model);
     // A body read on demand may have been broken: the pipeline refuses it then.

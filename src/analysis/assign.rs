@@ -20,8 +20,8 @@ use super::heap::{self, HeapResult};
 use super::interference::{Buckets, Interference, Mask, Occupancy, Screen};
 use super::liveness::LiveRange;
 use super::schedule::Schedule;
+use crate::chip::Target;
 use crate::hlo::{IoAlias, Module, Opcode};
-use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AllocationKind {

@@ -13,8 +13,8 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use super::graph::{CompKind, ModuleGraph};
 use super::lists::Lists;
 use super::sharing;
+use crate::chip::Target;
 use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Shape};
-use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ValueId(pub u32);

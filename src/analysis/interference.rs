@@ -12,8 +12,8 @@ use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::liveness::{self, LiveRange};
 use super::schedule::Schedule;
 use super::sharing;
+use crate::chip::Target;
 use crate::hlo::{Module, Opcode};
-use crate::target::Target;
 
 /// The live ranges of the values in one allocation.
 pub struct Occupancy {

@@ -5,8 +5,8 @@ use super::dataflow::{Dataflow, ValueId};
 use super::schedule::Schedule;
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
+use crate::chip::Target;
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
-use crate::target::Target;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveRange {

@@ -24,8 +24,8 @@ use self::dataflow::{BufferId, Dataflow, ValueId};
 use self::graph::ModuleGraph;
 use self::liveness::LiveRange;
 use self::schedule::Schedule;
+use crate::chip::Target;
 use crate::hlo::{InstrId, IoAlias, Module, Opcode};
-use crate::target::Target;
 
 /// Everything the accounting found for one module.
 pub struct MemoryModel {

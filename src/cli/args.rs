@@ -2,9 +2,9 @@
 //! so each value the command line accepts is mirrored here, with a `From`
 //! into the library's type (a variant added on one side only does not compile).
 
+use hlomem::chip::{Backend, TpuVersion};
 use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat};
 use hlomem::schema::Document;
-use hlomem::target::{Backend, TpuVersion};
 
 macro_rules! mirror {
     ($(#[$meta:meta])* $arg:ident => $lib:ident { $($(#[$vmeta:meta])* $variant:ident),* $(,)? }) => {

@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::error::Error;
 use crate::hlo::{self, Module};
 use crate::report::{self, Report};
-use crate::{analysis, findings, source, target, usage};
+use crate::{analysis, chip, findings, source, usage};
 
 use std::path::{Path, PathBuf};
 
@@ -55,9 +55,9 @@ pub struct AnalyzeOptions {
     /// Compare with XLA's own reports beside each HLO file.
     pub verify: bool,
     /// Apply this backend's rules instead of the one the module text shows.
-    pub backend: Option<target::Backend>,
+    pub backend: Option<chip::Backend>,
     /// The TPU chip, when the dump does not name it (`target_arguments.txt`).
-    pub tpu_version: Option<target::TpuVersion>,
+    pub tpu_version: Option<chip::TpuVersion>,
     /// Parse every line at load ([`hlo::parse_module_complete`]), not
     /// fusion bodies when the analysis reads them.
     pub strict: bool,
@@ -143,22 +143,22 @@ fn input_size(input: &inputs::Input) -> u64 {
 pub fn target_of(
     module: &Module,
     path: &Path,
-    backend: Option<target::Backend>,
-    tpu_version: Option<target::TpuVersion>,
-) -> target::Target {
-    let target = target::Target::resolve(module, backend);
-    if target.backend != target::Backend::Tpu {
+    backend: Option<chip::Backend>,
+    tpu_version: Option<chip::TpuVersion>,
+) -> chip::Target {
+    let target = chip::Target::resolve(module, backend);
+    if target.backend != chip::Backend::Tpu {
         return target;
     }
     let named = tpu_version
-        .map(|v| (v, target::ChipSource::User))
+        .map(|v| (v, chip::ChipSource::User))
         .or_else(|| {
             let arguments = inputs::sibling(path, "target_arguments.txt")
                 .or_else(|| inputs::in_same_folder(path, ".target_arguments.txt"))?;
             let text = std::fs::read_to_string(arguments).ok()?;
             Some((
-                target::TpuVersion::from_target_arguments(&text)?,
-                target::ChipSource::Dump,
+                chip::TpuVersion::from_target_arguments(&text)?,
+                chip::ChipSource::Dump,
             ))
         });
     target.with_tpu_version(named)
@@ -168,8 +168,8 @@ pub fn target_of(
 /// target its text (or `backend`, `tpu_version`) names.
 pub fn load_and_model(
     path: &Path,
-    backend: Option<target::Backend>,
-    tpu_version: Option<target::TpuVersion>,
+    backend: Option<chip::Backend>,
+    tpu_version: Option<chip::TpuVersion>,
 ) -> Result<(Module, analysis::MemoryModel), Error> {
     let options = AnalyzeOptions {
         backend,
@@ -191,7 +191,7 @@ struct Analyzed {
 }
 
 /// Reads and parses one HLO file, and finds its target.
-fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(Module, target::Target), Error> {
+fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(Module, chip::Target), Error> {
     let module = parse(read::read_source(path)?, options.strict)?;
     let target = target_of(&module, path, options.backend, options.tpu_version);
     Ok((module, target))
@@ -199,7 +199,7 @@ fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(Module, target::T
 
 /// The memory model of a parsed module under `target`, once its sizes are
 /// known to fit in 64 bits.
-fn model_of(module: &Module, target: &target::Target) -> Result<analysis::MemoryModel, Error> {
+fn model_of(module: &Module, target: &chip::Target) -> Result<analysis::MemoryModel, Error> {
     check_sizes(module, target)?;
     let model = analysis::analyze(module, target);
     // A fusion body the accounting read but could not parse was empty to it.
@@ -208,7 +208,7 @@ fn model_of(module: &Module, target: &target::Target) -> Result<analysis::Memory
 }
 
 /// [`model_of`], with the module's facts read beside it.
-fn analyzed(module: Module, target: target::Target) -> Result<Analyzed, Error> {
+fn analyzed(module: Module, target: chip::Target) -> Result<Analyzed, Error> {
     let (model, facts) = rayon::join(
         || model_of(&module, &target),
         || usage::ModuleFacts::read(&module),
@@ -235,8 +235,8 @@ fn load_input(input: &inputs::Input, options: AnalyzeOptions) -> Result<Analyzed
         });
     }
     let module = parse(read::decode(&input.path, bytes.to_vec())?, options.strict)?;
-    let target = target::Target::resolve(&module, options.backend)
-        .with_tpu_version(options.tpu_version.map(|v| (v, target::ChipSource::User)));
+    let target = chip::Target::resolve(&module, options.backend)
+        .with_tpu_version(options.tpu_version.map(|v| (v, chip::ChipSource::User)));
     analyzed(module, target)
 }
 
@@ -262,7 +262,7 @@ fn report_with_facts(
 
 /// The report of a parsed module, with the target its text shows.
 pub fn summarize(module: &Module) -> report::ModuleReport {
-    let model = analysis::analyze(module, &target::Target::detect(module));
+    let model = analysis::analyze(module, &chip::Target::detect(module));
     report_module(module, &model)
 }
 
@@ -284,7 +284,7 @@ fn analyze_one(
     // A fusion body read on demand that did not parse left the analysis an
     // empty body: the numbers cannot be shown.
     module.deferred_error()?;
-    if target.chip_source == Some(target::ChipSource::Assumed) {
+    if target.chip_source == Some(chip::ChipSource::Assumed) {
         summary.notes.push(
             "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
              as on v5e (512 bytes; 32 on v5p and v6e); --tpu sets the chip"
@@ -292,22 +292,22 @@ fn analyze_one(
         );
     }
     // Detected again only to say when --backend contradicts the text.
-    let detected = options.backend.map(|_| target::Target::detect(&module));
-    if let Some(detected) = detected.filter(|d| {
-        d.backend != target.backend && matches!(d.evidence, target::Evidence::Marker(_))
-    }) {
+    let detected = options.backend.map(|_| chip::Target::detect(&module));
+    if let Some(detected) = detected
+        .filter(|d| d.backend != target.backend && matches!(d.evidence, chip::Evidence::Marker(_)))
+    {
         summary.notes.push(format!(
             "--backend {} overrides the text, which is {}'s ({}): these numbers follow rules this module \
              was not compiled under",
             target.backend,
             detected.backend,
             match &detected.evidence {
-                target::Evidence::Marker(m) => m.as_str(),
+                chip::Evidence::Marker(m) => m.as_str(),
                 _ => "",
             }
         ));
     }
-    if options.tpu_version.is_some() && target.backend != target::Backend::Tpu {
+    if options.tpu_version.is_some() && target.backend != chip::Backend::Tpu {
         summary
             .notes
             .push("--tpu applies to TPU modules only; this one is not, so it was ignored".into());
@@ -355,7 +355,7 @@ fn analyze_one(
 /// (allocations, the heap with its alignment, peaks) is at most the sum of
 /// all values' sizes plus one alignment each, so past this check no sum can
 /// overflow and none is shown saturated.
-fn check_sizes(module: &Module, target: &target::Target) -> Result<(), Error> {
+fn check_sizes(module: &Module, target: &chip::Target) -> Result<(), Error> {
     /// More than any backend's alignment of a buffer within its allocation.
     const ALIGNMENT_MARGIN: u64 = 4096;
     let error = |instr: &hlo::Instruction, title: String| {

@@ -81,7 +81,7 @@ pub struct ModuleReport {
     /// The size of the entry's result shape (leaves and tuple index tables).
     pub result_shape_bytes: u64,
     /// The backend whose rules were applied, and what in the text said so.
-    pub target: crate::target::Target,
+    pub target: crate::chip::Target,
     /// XLA's memory figures, computed from the HLO text alone.
     pub memory: crate::analysis::Totals,
     /// The moment the most bytes are live, and the buffers live then.
@@ -532,7 +532,7 @@ fn peak_report(
 
 fn parameter_report(
     module: &Module,
-    target: &crate::target::Target,
+    target: &crate::chip::Target,
     id: InstrId,
     origin: &crate::usage::ParameterOrigin,
 ) -> ParameterReport {

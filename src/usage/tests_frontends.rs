@@ -6,7 +6,7 @@ use super::*;
 fn usage(text: &str) -> PeakUsage {
     let module = crate::parse_text("t_cpu_after_optimizations.txt", text)
         .unwrap_or_else(|e| panic!("{}", e.render(false)));
-    let model = crate::analysis::analyze(&module, &crate::target::Target::detect(&module));
+    let model = crate::analysis::analyze(&module, &crate::chip::Target::detect(&module));
     peak_usage(&module, &model)
 }
 

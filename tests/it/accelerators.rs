@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use hlomem::target::TpuVersion;
+use hlomem::chip::TpuVersion;
 
 /// One module of one case: its HLO file, its case's `truth.json`, the module's
 /// entry under `reports`.
@@ -159,7 +159,7 @@ fn corpus_accelerator_memory_equals_xla() {
         }
         for (color, bytes) in by_color {
             let color: u64 = color.parse().unwrap();
-            if hlomem::target::Target::detect(&hlomem::load_module(&lone).unwrap())
+            if hlomem::chip::Target::detect(&hlomem::load_module(&lone).unwrap())
                 .space_is_exact(color)
                 && !memory.by_space.iter().any(|s| s.color == color)
             {
@@ -226,13 +226,13 @@ fn corpus_accelerator_verify_agrees() {
 fn corpus_accelerator_backend_is_read_from_the_text() {
     for m in accelerator_modules() {
         let module = hlomem::load_module(&m.hlo).unwrap();
-        let target = hlomem::target::Target::detect(&module);
+        let target = hlomem::chip::Target::detect(&module);
         let expected = match m.truth["backend"].as_str().unwrap() {
-            "tpu" => hlomem::target::Backend::Tpu,
-            _ => hlomem::target::Backend::Gpu,
+            "tpu" => hlomem::chip::Backend::Tpu,
+            _ => hlomem::chip::Backend::Gpu,
         };
         assert_eq!(target.backend, expected, "{}", m.name);
-        if expected == hlomem::target::Backend::Tpu {
+        if expected == hlomem::chip::Backend::Tpu {
             // The dump folder names the chip.
             let arguments =
                 hlomem::pipeline::inputs::in_same_folder(&m.hlo, ".target_arguments.txt")
@@ -274,7 +274,7 @@ fn corpus_external_tpu_memory_spaces_equal_xla() {
                 continue;
             }
             let module = hlomem::load_module(&hlo).unwrap();
-            let target = hlomem::target::Target::detect(&module);
+            let target = hlomem::chip::Target::detect(&module);
             let model = hlomem::analysis::analyze(&module, &target);
             let by_name: std::collections::HashMap<&str, hlomem::hlo::InstrId> = module
                 .instrs()

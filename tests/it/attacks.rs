@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use crate::support::run_hlomem as hlomem;
 
-#[path = "../../bench/shapes.rs"]
+#[path = "../../measure/shapes.rs"]
 mod shapes;
 use shapes::{
     chain, diamonds, fan_out, many_outputs, many_parameters, nested_calls, nested_whiles,
@@ -65,17 +65,17 @@ fn slow_long_chains_wide_fan_out_and_huge_operand_lists() {
     let n = 60_000;
     for text in [chain(n), fan_out(n)] {
         let module = hlomem::parse_text("wide.txt", text).unwrap();
-        let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+        let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
         assert_eq!(model.totals.argument_bytes, 64);
         assert_eq!(model.totals.output_bytes, 64);
     }
     // 20,000 outputs (a fuzz run's timeout): each its own allocation.
     let module = hlomem::parse_text("outputs.txt", many_outputs(20_000)).unwrap();
-    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
     assert_eq!(model.totals.output_bytes, 20_000 * 64 + 20_000 * 8);
     let text = wide_concatenate(1_000_000);
     let module = hlomem::parse_text("concat.txt", text).unwrap();
-    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
     assert_eq!(model.totals.output_bytes, 4_000_000);
 }
 
@@ -110,7 +110,7 @@ fn values_without_lines_read_twice_are_charged_in_linear_memory() {
 fn thirty_thousand_parameters_each_grouped() {
     let n = 30_000;
     let module = hlomem::parse_text("params.txt", many_parameters(n)).unwrap();
-    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
     assert_eq!(model.totals.argument_bytes, 16 * n as u64);
     let usage = hlomem::usage::peak_usage(&module, &model);
     let arguments = usage

@@ -188,7 +188,7 @@ fn corpus_verify_finds_no_disagreement() {
     let mut compared = 0;
     for (name, file, _) in &modules {
         let module = hlomem::load_module(file).unwrap();
-        let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+        let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
         let xla = hlomem::pipeline::xla_reports(file)
             .unwrap()
             .expect("the corpus has XLA's reports");
@@ -395,7 +395,7 @@ fn corpus_donation_cases_get_their_findings() {
 
 /// The not-donated findings' predicted saving against XLA's measured
 /// difference between the same program compiled with and without donation:
-/// byte for byte. The corpus has four such pairs; `bench/make_data.sh` compiles
+/// byte for byte. The corpus has four such pairs; `measure/make_data.sh` compiles
 /// the non-donated twins of its four donated transformer steps (same
 /// program.py) under `target/bench-data/twins`, and they are checked when present.
 #[test]
@@ -438,7 +438,7 @@ fn corpus_not_donated_savings_match_xla() {
     ] {
         let dir = twins.join(format!("{donated}_nodonate"));
         let Ok(truth) = std::fs::read_to_string(dir.join("truth.json")) else {
-            println!("{donated}: no non-donated twin (bench/make_data.sh makes it); skipped");
+            println!("{donated}: no non-donated twin (measure/make_data.sh makes it); skipped");
             continue;
         };
         let truth: serde_json::Value = serde_json::from_str(&truth).unwrap();
@@ -656,8 +656,7 @@ fn corpus_older_jax_versions_parse_and_their_temp_equals_xla() {
             };
             let parsed =
                 hlomem::load_module(&file).unwrap_or_else(|e| panic!("{}", e.render(false)));
-            let model =
-                hlomem::analysis::analyze(&parsed, &hlomem::target::Target::detect(&parsed));
+            let model = hlomem::analysis::analyze(&parsed, &hlomem::chip::Target::detect(&parsed));
             assert_eq!(model.totals.temp_bytes, temp, "{}", file.display());
             checked += 1;
         }

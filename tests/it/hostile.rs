@@ -33,7 +33,7 @@ fn slow_truncated_anywhere() {
         match hlomem::parse_text("cut.txt", prefix) {
             Ok(module) => {
                 let model =
-                    hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+                    hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
                 let _ = hlomem::pipeline::report_module(&module, &model);
             }
             Err(e) => assert!(e.location().is_some(), "cut at {cut}: {e}"),
@@ -54,7 +54,7 @@ fn slow_a_line_of_100_megabytes() {
     }
     text.push_str("1})\n}\n");
     let module = hlomem::parse_text("big.txt", text).expect("a long literal is still HLO");
-    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
     assert_eq!(model.totals.output_bytes, 100_000_000);
 }
 
@@ -159,7 +159,7 @@ fn absurd_sizes_are_refused_and_never_panic() {
     assert!(refused.is_err_and(|e| e.location().is_some()));
     std::fs::remove_dir_all(&dir).ok();
     let module = hlomem::parse_text("huge.txt", text).unwrap();
-    let model = hlomem::analysis::analyze(&module, &hlomem::target::Target::detect(&module));
+    let model = hlomem::analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
     let report = hlomem::pipeline::report_module(&module, &model);
     let report = hlomem::Report {
         modules: vec![report],

@@ -1,7 +1,7 @@
 //! Modules XLA refuses are refused, in the default (lazy) mode as with every
 //! line parsed: in fusion bodies no analysis reads as in the entry. Each case
 //! is one of the kinds a mutation campaign against jaxlib's parser found
-//! hlomem accepting (`bench/mutants/`; `tests/python/test_refuses_what_xla_refuses.py`
+//! hlomem accepting (`measure/mutants/`; `tests/python/test_refuses_what_xla_refuses.py`
 //! compares with XLA itself where jax is installed). The message and the
 //! line it points at are checked, never just "some error".
 

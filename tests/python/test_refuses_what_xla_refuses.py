@@ -1,13 +1,13 @@
 """hlomem refuses every module XLA's own parser refuses.
 
-Mutants of the bundled samples' dumps (`bench/mutants/mutate.py`: undefined
+Mutants of the bundled samples' dumps (`measure/mutants/mutate.py`: undefined
 operands, garbage lines, wrong operand counts, parameter numbers out of range
 or twice, calls to computations defined below, use before definition, deleted
 definitions, negative dimensions, unbalanced attributes, invalid layouts,
 shapes that contradict the header) are given to jaxlib's
 `hlo_module_from_text` and to `hlomem analyze` (the default, lazy mode). Any
 mutant XLA refuses and hlomem analyzes fails the test, named with its diff.
-The full campaign (4,000 mutants) is `bench/mutants/campaign.py`.
+The full campaign (4,000 mutants) is `measure/mutants/campaign.py`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Iterator
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench" / "mutants"))
+sys.path.insert(0, str(ROOT / "measure" / "mutants"))
 
 from mutate import MUTATIONS  # noqa: E402
 

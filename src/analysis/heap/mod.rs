@@ -20,8 +20,8 @@ use self::pack::{pack, Order};
 use super::dataflow::{BufferId, Dataflow, ValueId};
 use super::liveness::LiveRange;
 use super::sharing;
+use crate::chip::{HeapOrder, Target};
 use crate::hlo::{Module, Opcode};
-use crate::target::{HeapOrder, Target};
 
 /// Where one value ended up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

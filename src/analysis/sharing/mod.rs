@@ -13,8 +13,8 @@ mod tpu;
 use self::fused::{Fused, Node};
 use crate::analysis::dataflow::{Dataflow, ValueId};
 use crate::analysis::liveness::LiveRange;
+use crate::chip::{Backend, Target};
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
-use crate::target::{Backend, Target};
 use rustc_hash::FxHashMap as HashMap;
 
 /// `(output index, (operand number, operand index))` pairs that must alias

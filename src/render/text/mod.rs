@@ -141,8 +141,8 @@ fn write_verification(
 }
 
 /// `tpu v5e (from tiled layout f32[8]{0:T(256)})`, `cpu (assumed: ...)`.
-fn describe_target(target: &crate::target::Target) -> String {
-    use crate::target::Evidence;
+fn describe_target(target: &crate::chip::Target) -> String {
+    use crate::chip::Evidence;
     let chip = target
         .tpu_version
         .map(|v| format!(" {}", v.as_str()))
@@ -155,9 +155,9 @@ fn describe_target(target: &crate::target::Target) -> String {
         }
     };
     let chip_source = match target.chip_source {
-        Some(crate::target::ChipSource::Dump) => "; chip from the dump's target_arguments.txt",
-        Some(crate::target::ChipSource::User) => "; chip as --tpu says",
-        Some(crate::target::ChipSource::Assumed) => "; chip assumed, --tpu sets it",
+        Some(crate::chip::ChipSource::Dump) => "; chip from the dump's target_arguments.txt",
+        Some(crate::chip::ChipSource::User) => "; chip as --tpu says",
+        Some(crate::chip::ChipSource::Assumed) => "; chip assumed, --tpu sets it",
         None => "",
     };
     format!("{}{chip} ({why}{chip_source})", target.backend)

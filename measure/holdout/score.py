@@ -11,7 +11,7 @@ used" when hlomem says its total is exact, and every memory space hlomem marks
 exact against XLA's allocation bytes of that color. Estimates that differ are
 shown in brackets, not counted.
 
-usage: python bench/holdout/score.py ROOT [--hlomem target/release/hlomem]
+usage: python measure/holdout/score.py ROOT [--hlomem target/release/hlomem]
 """
 import argparse
 import glob

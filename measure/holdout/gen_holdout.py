@@ -3,10 +3,10 @@
 compiled deviceless for TPU / GPU targets (and plain CPU), with XLA's own numbers.
 
 usage:
-  python bench/holdout/gen_holdout.py --backend tpu  --topology v5e:2x2 --out target/holdout/tpu-v5e/cases [--programs a,b]
-  python bench/holdout/gen_holdout.py --backend cuda --topology 1x1x4 --out target/holdout/gpu-h100/cases  (A100: --target-config bench/holdout/a100.txtpb)
-  python bench/holdout/gen_holdout.py --backend cpu  --out target/holdout/cpu/cases      # 4 host devices (xla_force_host_platform_device_count=4)
-  python bench/holdout/gen_holdout.py --list
+  python measure/holdout/gen_holdout.py --backend tpu  --topology v5e:2x2 --out target/holdout/tpu-v5e/cases [--programs a,b]
+  python measure/holdout/gen_holdout.py --backend cuda --topology 1x1x4 --out target/holdout/gpu-h100/cases  (A100: --target-config measure/holdout/a100.txtpb)
+  python measure/holdout/gen_holdout.py --backend cpu  --out target/holdout/cpu/cases      # 4 host devices (xla_force_host_platform_device_count=4)
+  python measure/holdout/gen_holdout.py --list
 
 The machinery (one subprocess per program, truth.json format, report parsing) is copied from
 ../shared/accelerators/gen.py; only the program list and the sharding plumbing differ:

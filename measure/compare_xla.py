@@ -18,7 +18,7 @@ RSS at most 4x the file). `--folder DIR` also times a folder of many modules wit
 and 2 threads (target: 1.8x from the second thread).
 
 Usage:
-    python bench/compare_xla.py [FILE ...] [--runs N] [--threads 1,2] [--folder DIR]
+    python measure/compare_xla.py [FILE ...] [--runs N] [--threads 1,2] [--folder DIR]
                                 [--hlomem PATH] [--xla-only]
 """
 
@@ -194,7 +194,7 @@ def main():
                     help="RAYON_NUM_THREADS values for hlomem, comma-separated (default 1,2)")
     ap.add_argument("--folder", type=Path, action="append", default=[],
                     help="also time `hlomem analyze FOLDER` with 1 and 2 threads "
-                         "(bench/make_data.sh makes target/bench-data/folder)")
+                         "(measure/make_data.sh makes target/bench-data/folder)")
     opts = ap.parse_args()
     if opts.runs < 1:
         ap.error("--runs must be at least 1")

@@ -3,7 +3,7 @@
 mutants XLA refuses and hlomem accepts (the number issue #36 wants at 0),
 and any crash or hang.
 
-    python bench/mutants/campaign.py --hlomem target/release/hlomem -n 4000 [--strict] [--show 5] FILES...
+    python measure/mutants/campaign.py --hlomem target/release/hlomem -n 4000 [--strict] [--show 5] FILES...
 """
 
 from __future__ import annotations

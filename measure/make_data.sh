@@ -11,10 +11,10 @@
 # Needs python3 with jax==0.10.2 (`pip install jax==0.10.2`) and the shared corpus
 # (HLOMEM_CORPUS, default ../shared). The 192-layer compile takes about 70 s and 2 GB.
 #
-# usage: bench/make_data.sh                 everything (96 and 192 layers)
-#        bench/make_data.sh twins           only the twins (about 1 minute; .ci/run uses this)
-#        bench/make_data.sh big [LAYERS...] only the big modules (default 96 192)
-#        bench/make_data.sh folder          only the folder
+# usage: measure/make_data.sh                 everything (96 and 192 layers)
+#        measure/make_data.sh twins           only the twins (about 1 minute; .ci/run uses this)
+#        measure/make_data.sh big [LAYERS...] only the big modules (default 96 192)
+#        measure/make_data.sh folder          only the folder
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what="${1:-all}"
@@ -27,7 +27,7 @@ mkdir -p "$out"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-cp bench/corpus_common.py "$work/"
+cp measure/corpus_common.py "$work/"
 
 # compile CASE_DIR PROGRAM CASE OUT_ROOT: runs a corpus program.py for one variant
 # (program.py imports corpus_common from the folder it was generated in; ours

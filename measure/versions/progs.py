@@ -1,4 +1,4 @@
-"""Programs for the version matrix (bench/versions/check.sh): a data-parallel
+"""Programs for the version matrix (measure/versions/check.sh): a data-parallel
 GPT step with Adam on 4 CPU devices, a scanned and rematerialized GPT step, a
 ResNet-18 SGD-momentum step with and without donation, and an int8 serving
 step, in plain JAX whose spelling every jax from 0.4.35 on accepts.

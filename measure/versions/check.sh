@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The version matrix (issue #44): each jax given, in a virtual environment of
-# its own, compiles bench/versions/progs.py's programs on the CPU with XLA's
+# its own, compiles measure/versions/progs.py's programs on the CPU with XLA's
 # dumps on, and hlomem reads each module alone and against XLA's own reports
 # (`analyze --verify`, exit 0: every number XLA's buffer assignment wrote
 # agrees, the totals among them).
 #
-#   bench/versions/check.sh HLOMEM_BINARY 0.4.35 0.6.2 ...
+#   measure/versions/check.sh HLOMEM_BINARY 0.4.35 0.6.2 ...
 set -euo pipefail
 HLOMEM="$(realpath "$1")"; shift
 HERE="$(cd "$(dirname "$0")" && pwd)"

@@ -1,7 +1,7 @@
 """Mutants of real HLO modules, of the kinds XLA's parser refuses.
 
 Each mutation is a function (text, rng) -> mutated text or None (when the
-module offers no place for it). `bench/mutants/campaign.py` runs a campaign
+module offers no place for it). `measure/mutants/campaign.py` runs a campaign
 against XLA's parser and hlomem; `tests/python/test_refuses_what_xla_refuses.py`
 runs a small fixed one in CI.
 """
