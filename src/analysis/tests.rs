@@ -113,6 +113,74 @@ fn in_place_fusion_shares_its_operand() {
     assert!(same_buffer(&m, &model, "n", "fu"));
 }
 
+/// §4.3 rule 4 for each opcode of `sharing::FUSED_IN_PLACE`, in a body parsed
+/// on demand (whose text is probed for the opcode before anything is parsed)
+/// and in one parsed at load: the fusion's operand 0 aliases its output; a
+/// body without one has no pair. A new in-place opcode needs its case here.
+#[test]
+fn every_fused_in_place_opcode_makes_a_pair_parsed_or_not() {
+    use crate::hlo::{Opcode, OperandAlias};
+    let cases = [
+        (
+            Opcode::DynamicUpdateSlice,
+            "%b = f32[2]{0} parameter(1)\n  %c = s32[] parameter(2)\n  \
+             ROOT %d = f32[8]{0} dynamic-update-slice(%a, %b, %c)",
+            "(a: f32[8], b: f32[2], c: s32[])",
+            "(p: f32[8], u: f32[2], i: s32[])",
+            "%u = f32[2]{0} parameter(1)\n  %i = s32[] parameter(2)",
+        ),
+        (
+            Opcode::Scatter,
+            "%b = s32[2,1]{1,0} parameter(1)\n  %c = f32[2]{0} parameter(2)\n  \
+             ROOT %d = f32[8]{0} scatter(%a, %b, %c), update_window_dims={}, inserted_window_dims={0}, \
+             scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=%add",
+            "(a: f32[8], b: s32[2,1], c: f32[2])",
+            "(p: f32[8], u: s32[2,1], i: f32[2])",
+            "%u = s32[2,1]{1,0} parameter(1)\n  %i = f32[2]{0} parameter(2)",
+        ),
+    ];
+    let opcodes: Vec<&Opcode> = cases.iter().map(|c| &c.0).collect();
+    let listed: Vec<&Opcode> = sharing::FUSED_IN_PLACE.iter().collect();
+    assert_eq!(opcodes, listed, "one case per in-place opcode");
+    let module = |body: &str, params: &str, entry: &str, entry_params: &str| {
+        format!(
+            "HloModule m, is_scheduled=true\n\n\
+             %add (x: f32[], y: f32[]) -> f32[] {{\n  %x = f32[] parameter(0)\n  %y = f32[] parameter(1)\n  \
+             ROOT %s = f32[] add(%x, %y)\n}}\n\n\
+             %f {params} -> f32[8] {{\n  %a = f32[8]{{0}} parameter(0)\n  {body}\n}}\n\n\
+             ENTRY %e {entry} -> f32[8] {{\n  %p = f32[8]{{0}} parameter(0)\n  {entry_params}\n  \
+             %n = f32[8]{{0}} negate(%p)\n  ROOT %fu = f32[8]{{0}} fusion(%n, %u, %i), kind=kLoop, calls=%f\n}}\n"
+        )
+    };
+    let pairs = |text: &str, on_demand: bool| {
+        let m = if on_demand {
+            crate::parse_text_on_demand("test_cpu_after_optimizations.txt", text)
+        } else {
+            crate::parse_text("test_cpu_after_optimizations.txt", text)
+        };
+        let m = m.unwrap_or_else(|e| panic!("{}", e.render(false)));
+        sharing::in_place_pairs(&m, instr_named(&m, "fu"))
+    };
+    let operand_0 = vec![OperandAlias {
+        output_index: vec![],
+        operand: 0,
+        operand_index: vec![],
+    }];
+    for (opcode, body, params, entry, entry_params) in cases {
+        let text = module(body, params, entry, entry_params);
+        for on_demand in [true, false] {
+            assert_eq!(pairs(&text, on_demand), operand_0, "{opcode} {on_demand}");
+        }
+        // The near miss: the same body with its root a negate of operand 0.
+        let root = body.find("ROOT").expect("a root");
+        let negated = format!("{}ROOT %d = f32[8]{{0}} negate(%a)", &body[..root]);
+        let text = module(&negated, params, entry, entry_params);
+        for on_demand in [true, false] {
+            assert_eq!(pairs(&text, on_demand), vec![], "{opcode} {on_demand}");
+        }
+    }
+}
+
 /// §4.3 rule 4: custom-call `output_to_operand_aliasing` pairs share a buffer.
 #[test]
 fn custom_call_output_to_operand_aliasing() {

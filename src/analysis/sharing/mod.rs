@@ -16,6 +16,22 @@ use crate::analysis::liveness::LiveRange;
 use crate::chip::{Backend, Target};
 use crate::hlo::{CompId, InstrId, Module, Opcode, OperandAlias};
 use rustc_hash::FxHashMap as HashMap;
+use std::sync::LazyLock;
+
+/// The opcodes that, as the source of a fusion's output (through tuples and
+/// bitcasts), write that output into their operand 0's buffer: the fusion
+/// operand read there must alias the output
+/// (`GetFusionInstructionInPlaceInputOutputPairs`). [`fusion_in_place_pairs`]
+/// matches them and probes the text of bodies not yet parsed for them, both
+/// from this list.
+pub(crate) const FUSED_IN_PLACE: &[Opcode] = &[Opcode::DynamicUpdateSlice, Opcode::Scatter];
+
+/// Each of [`FUSED_IN_PLACE`] as an instruction line spells it
+/// (`dynamic-update-slice(`), from the parser's own table: a body whose text
+/// holds none of them has no in-place output and need not be parsed. A
+/// probe may also match more (`select-and-scatter(`); that costs a parse only.
+static FUSED_IN_PLACE_PROBES: LazyLock<Vec<String>> =
+    LazyLock::new(|| FUSED_IN_PLACE.iter().map(|op| format!("{op}(")).collect());
 
 /// `(output index, (operand number, operand index))` pairs that must alias
 /// (`AliasInfo::GetInPlaceInputOutputPairs`).
@@ -167,16 +183,14 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
     // body whose text spells no in-place opcode has none.
     if let Some(k) = module.shell(comp).deferred {
         let deferred = &module.deferred;
-        if !deferred.body_mentions(module, k, "dynamic-update-slice(")
-            && !deferred.body_mentions(module, k, "scatter(")
+        if !FUSED_IN_PLACE_PROBES
+            .iter()
+            .any(|probe| deferred.body_mentions(module, k, probe))
         {
             return Vec::new();
         }
         let root = deferred.root_opcode(module, k);
-        if !matches!(
-            root,
-            Opcode::Tuple | Opcode::Bitcast | Opcode::DynamicUpdateSlice | Opcode::Scatter
-        ) {
+        if !matches!(root, Opcode::Tuple | Opcode::Bitcast) && !FUSED_IN_PLACE.contains(&root) {
             return Vec::new();
         }
     }
@@ -202,11 +216,10 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
     let mut pairs = Vec::new();
     for (index, source) in outputs {
         let source = through_bitcasts(source);
-        let in_place_operand = match body.opcode(source) {
-            Opcode::DynamicUpdateSlice | Opcode::Scatter => body.operands(source).first().copied(),
-            _ => None,
-        };
-        let Some(operand) = in_place_operand else {
+        if !FUSED_IN_PLACE.contains(body.opcode(source)) {
+            continue;
+        }
+        let Some(&operand) = body.operands(source).first() else {
             continue;
         };
         if let Some(n) = body.parameter_number(through_bitcasts(operand)) {
