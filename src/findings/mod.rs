@@ -10,13 +10,6 @@
 //!
 //! Codes are never renumbered; a retired one stays in [`CODES`], marked removed.
 
-mod hm001_not_donated;
-mod hm002_donation_unusable;
-mod hm003_donation_copied;
-mod hm004_output_copies_parameter;
-mod hm005_temps_dominate;
-mod hm006_wide_dtype;
-
 use serde::Serialize;
 
 pub use hm001_not_donated::{donation_candidates, DonationCandidate};
@@ -43,50 +36,104 @@ pub struct Rule {
     pub doc: &'static str,
 }
 
-pub const CODES: &[Rule] = &[
-    Rule {
-        code: "HM001",
-        name: "not-donated",
-        severity: Severity::Warning,
-        summary: "an output could reuse an input's buffer, but the input is not donated",
-        doc: include_str!("hm001_not_donated.md"),
-    },
-    Rule {
-        code: "HM002",
-        name: "donation-unusable",
-        severity: Severity::Warning,
-        summary: "a donated input cannot be reused by any output",
-        doc: include_str!("hm002_donation_unusable.md"),
-    },
-    Rule {
-        code: "HM003",
-        name: "donation-copied",
-        severity: Severity::Warning,
-        summary: "a donated input is aliased to an output, but a copy keeps its old value, so no memory is saved",
-        doc: include_str!("hm003_donation_copied.md"),
-    },
-    Rule {
-        code: "HM004",
-        name: "output-copies-parameter",
-        severity: Severity::Warning,
-        summary: "an output is a plain copy of an input",
-        doc: include_str!("hm004_output_copies_parameter.md"),
-    },
-    Rule {
-        code: "HM005",
-        name: "temps-dominate",
-        severity: Severity::Info,
-        summary: "temporaries are most of the memory the module needs",
-        doc: include_str!("hm005_temps_dominate.md"),
-    },
-    Rule {
-        code: "HM006",
-        name: "wide-dtype",
-        severity: Severity::Info,
-        summary: "64-bit floating-point buffers take twice the memory of 32-bit ones",
-        doc: include_str!("hm006_wide_dtype.md"),
-    },
-];
+/// Every rule, in code order, from the one list in [`rules!`].
+pub const CODES: &[Rule] = &RULES;
+
+/// The rules and the evidence each finds, written once: a row gives the
+/// evidence's variant and the rule's module (its `.md` is the module's name),
+/// code, name, severity and summary. [`CODES`], [`Evidence`] (whose JSON tag
+/// is the rule's name) and [`Evidence::rule`] are all made from it, so a
+/// finding cannot carry a code the table lacks; codes and names are checked
+/// distinct at compile time.
+macro_rules! rules {
+    ($($variant:ident($module:ident) => $code:literal, $name:literal, $severity:ident, $summary:literal;)*) => {
+        $(mod $module;)*
+
+        /// Each rule, named as its evidence's variant.
+        #[allow(non_upper_case_globals)]
+        mod rule_of {
+            use super::{Rule, Severity};
+            $(pub const $variant: Rule = Rule {
+                code: $code,
+                name: $name,
+                severity: Severity::$severity,
+                summary: $summary,
+                doc: include_str!(concat!(stringify!($module), ".md")),
+            };)*
+        }
+
+        const RULES: [Rule; [$($code),*].len()] = [$(rule_of::$variant,)*];
+
+        /// What a finding found, as data: each rule's own facts, with exact bytes,
+        /// shapes and the instructions involved. The words (message, fix, details)
+        /// are functions of it, called by the report and the renderers.
+        #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+        #[serde(tag = "rule")]
+        pub enum Evidence {
+            $(#[serde(rename = $name)] $variant($module::Evidence),)*
+        }
+
+        impl Evidence {
+            /// The rule that found it.
+            pub fn rule(&self) -> &'static Rule {
+                match self {
+                    $(Evidence::$variant(_) => &rule_of::$variant,)*
+                }
+            }
+        }
+    };
+}
+
+rules! {
+    NotDonated(hm001_not_donated) => "HM001", "not-donated", Warning,
+        "an output could reuse an input's buffer, but the input is not donated";
+    DonationUnusable(hm002_donation_unusable) => "HM002", "donation-unusable", Warning,
+        "a donated input cannot be reused by any output";
+    DonationCopied(hm003_donation_copied) => "HM003", "donation-copied", Warning,
+        "a donated input is aliased to an output, but a copy keeps its old value, so no memory is saved";
+    OutputCopiesParameter(hm004_output_copies_parameter) => "HM004", "output-copies-parameter", Warning,
+        "an output is a plain copy of an input";
+    TempsDominate(hm005_temps_dominate) => "HM005", "temps-dominate", Info,
+        "temporaries are most of the memory the module needs";
+    WideDtype(hm006_wide_dtype) => "HM006", "wide-dtype", Info,
+        "64-bit floating-point buffers take twice the memory of 32-bit ones";
+}
+
+/// Whether two texts are equal, in a constant.
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// No two rules share a code or a name (`explain-code` finds a rule by either).
+const _: () = {
+    let mut i = 0;
+    while i < RULES.len() {
+        let mut j = 0;
+        while j < RULES.len() {
+            let (a, b) = (&RULES[i], &RULES[j]);
+            assert!(
+                i == j
+                    || !(same_text(a.code, b.code)
+                        || same_text(a.name, b.name)
+                        || same_text(a.code, b.name)),
+                "two rules share a code or a name"
+            );
+            j += 1;
+        }
+        i += 1;
+    }
+};
 
 /// Findings about less memory than this are left out of reports: in a dump of
 /// hundreds of modules, a 4-byte saving is noise.
@@ -175,32 +222,7 @@ impl InstrRef {
     }
 }
 
-/// What a finding found, as data: each rule's own facts, with exact bytes,
-/// shapes and the instructions involved. The words (message, fix, details)
-/// are functions of it, called by the report and the renderers.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
-#[serde(tag = "rule", rename_all = "kebab-case")]
-pub enum Evidence {
-    NotDonated(hm001_not_donated::Evidence),
-    DonationUnusable(hm002_donation_unusable::Evidence),
-    DonationCopied(hm003_donation_copied::Evidence),
-    OutputCopiesParameter(hm004_output_copies_parameter::Evidence),
-    TempsDominate(hm005_temps_dominate::Evidence),
-    WideDtype(hm006_wide_dtype::Evidence),
-}
-
 impl Evidence {
-    fn code(&self) -> &'static str {
-        match self {
-            Evidence::NotDonated(_) => "HM001",
-            Evidence::DonationUnusable(_) => "HM002",
-            Evidence::DonationCopied(_) => "HM003",
-            Evidence::OutputCopiesParameter(_) => "HM004",
-            Evidence::TempsDominate(_) => "HM005",
-            Evidence::WideDtype(_) => "HM006",
-        }
-    }
-
     /// One sentence: what is wrong, with the bytes, in `frontend`'s words.
     pub fn message(&self, frontend: FrontendName) -> String {
         match self {
@@ -259,7 +281,7 @@ pub struct Finding {
 
 impl Finding {
     fn new(evidence: Evidence, bytes: u64) -> Finding {
-        let rule = rule(evidence.code()).expect("findings use codes from CODES");
+        let rule = evidence.rule();
         Finding {
             code: rule.code,
             name: rule.name,
