@@ -24,36 +24,76 @@ const MAX_JOINED_BEGUN: usize = 8;
 const JOIN_BUDGET: usize = 1_000_000;
 
 /// Text at which a message can start; a line ending in the first letters of
-/// one (`... RESOURCE_EXHAUSTED: Out`) may continue on the next line.
-pub const ANCHORS: &[&str] = &[
-    "Out of ",
-    "Failed to allocate request",
-    "Allocator (",
-    "Ran out of memory",
-    "Exceeded ",
-    "Attempting to ",
-    "Aborting compilation",
-    "Can't reduce memory",
-    "The byte size of input/output",
-    "TPU TensorCore Hbm usage",
-    "failed to alloc",
-    "could not allocate pinned host memory",
-    "Scoped allocation with size",
-    "The largest contiguous region",
-    "Due to fragmentation",
-    "OOM when allocating tensor",
-    "Failed to instantiate ",
-    "failed call to cuDevicePrimaryCtxRetain",
-    "Failed to determine best cudnn",
-    "Could not create cudnn handle",
-    "failed to create cublas handle",
-    "NCCL WARN ",
-    "Last NCCL warning",
-    "cuMemAllocAsync failed",
-    "Could not allocate ",
-    "Memory usage: ",
-    "Reported by CUDA",
-];
+/// one (`... RESOURCE_EXHAUSTED: Out`) may continue on the next line. These
+/// are the string literals of the `anchor` rule of `grammar/oom.pest`, read
+/// from the grammar when hlomem is compiled: the grammar is their one source.
+pub const ANCHORS: &[&str] = &ANCHOR_LITERALS;
+
+const OOM_GRAMMAR: &str = include_str!("../../grammar/oom.pest");
+const ANCHOR_COUNT: usize = anchor_literals::<0>(OOM_GRAMMAR).1;
+const ANCHOR_LITERALS: [&str; ANCHOR_COUNT] = anchor_literals::<ANCHOR_COUNT>(OOM_GRAMMAR).0;
+
+/// The string literals of the grammar's `anchor` rule (`anchor = _{ "a" | "b" }`,
+/// at the start of a line), as many as `N` holds, and how many there are. The rule may hold nothing but literals without escapes
+/// joined by `|`; anything else stops the compilation, so that no anchor is
+/// missed.
+const fn anchor_literals<const N: usize>(grammar: &'static str) -> ([&'static str; N], usize) {
+    let mut out = [""; N];
+    let bytes = grammar.as_bytes();
+    let head = b"\nanchor = _{";
+    let mut at = 0;
+    let mut found = false;
+    while !found && at + head.len() <= bytes.len() {
+        let mut k = 0;
+        while k < head.len() && bytes[at + k] == head[k] {
+            k += 1;
+        }
+        found = k == head.len();
+        at += 1;
+    }
+    assert!(found, "grammar/oom.pest has no `anchor = _{{` rule");
+    at += head.len() - 1;
+    let mut count = 0;
+    loop {
+        assert!(
+            at < bytes.len(),
+            "grammar/oom.pest: the anchor rule is not closed"
+        );
+        match bytes[at] {
+            b' ' | b'\n' | b'\r' | b'\t' | b'|' => at += 1,
+            b'}' => break,
+            b'"' => {
+                let start = at + 1;
+                at = start;
+                while at < bytes.len() && bytes[at] != b'"' {
+                    assert!(
+                        bytes[at] != b'\\',
+                        "grammar/oom.pest: an anchor with an escape"
+                    );
+                    at += 1;
+                }
+                assert!(
+                    at < bytes.len(),
+                    "grammar/oom.pest: an anchor is not closed"
+                );
+                if count < N {
+                    let (_, tail) = bytes.split_at(start);
+                    let (literal, _) = tail.split_at(at - start);
+                    out[count] = match std::str::from_utf8(literal) {
+                        Ok(text) => text,
+                        Err(_) => panic!("grammar/oom.pest is not UTF-8"),
+                    };
+                }
+                count += 1;
+                at += 1;
+            }
+            _ => panic!(
+                "grammar/oom.pest: the anchor rule may hold only string literals joined by |"
+            ),
+        }
+    }
+    (out, count)
+}
 
 /// The logical lines of `text`.
 pub fn logical_lines(text: &str, reach: Reach) -> Vec<String> {
@@ -282,6 +322,74 @@ mod tests {
         assert_eq!(unescape_line(r"a\\nb").len(), 2);
         // A Windows path without `\n` is left alone.
         assert_eq!(unescape_line(r"C:\temp\x"), vec![r"C:\temp\x".to_string()]);
+    }
+
+    /// pest's own reading of the grammar: [`ANCHORS`] are the `anchor` rule's
+    /// literals in order, every message the grammar finds anywhere in a line
+    /// opens with one of them, and each opens one, so a message added
+    /// without its anchor (or an anchor left after its message went) fails.
+    #[test]
+    fn anchors_are_the_openings_of_the_grammar_s_messages() {
+        use pest_meta::ast::Expr;
+        let pairs = pest_meta::parser::parse(pest_meta::parser::Rule::grammar_rules, OOM_GRAMMAR)
+            .expect("grammar/oom.pest parses");
+        let rules = pest_meta::parser::consume_rules(pairs).expect("grammar/oom.pest is valid");
+        let rule = |name: &str| -> &Expr {
+            let found = rules.iter().find(|r| r.name == name);
+            &found.unwrap_or_else(|| panic!("no rule {name}")).expr
+        };
+        fn choices(e: &Expr) -> Vec<&Expr> {
+            match e {
+                Expr::Choice(a, b) => [choices(a), choices(b)].concat(),
+                e => vec![e],
+            }
+        }
+        // The literals an expression can start with, and whether it can match nothing.
+        fn openings<'e>(e: &'e Expr, rule: &dyn Fn(&str) -> &'e Expr) -> (Vec<String>, bool) {
+            match e {
+                Expr::Str(s) | Expr::Insens(s) => (vec![s.clone()], false),
+                Expr::Ident(name) => openings(rule(name), rule),
+                Expr::Seq(a, b) => match openings(a, rule) {
+                    (mut first, true) => {
+                        let (then, empty) = openings(b, rule);
+                        first.extend(then);
+                        (first, empty)
+                    }
+                    first => first,
+                },
+                Expr::Choice(a, b) => {
+                    let ((mut x, xe), (y, ye)) = (openings(a, rule), openings(b, rule));
+                    x.extend(y);
+                    (x, xe || ye)
+                }
+                Expr::Opt(a) | Expr::Rep(a) => (openings(a, rule).0, true),
+                Expr::RepOnce(a) => openings(a, rule),
+                other => panic!("a message opens with {other:?}, not text"),
+            }
+        }
+        let anchors: Vec<&str> = choices(rule("anchor"))
+            .into_iter()
+            .map(|e| match e {
+                Expr::Str(s) => s.as_str(),
+                other => panic!("the anchor rule holds {other:?}"),
+            })
+            .collect();
+        assert_eq!(anchors, ANCHORS);
+        let mut opened = vec![false; ANCHORS.len()];
+        for message in choices(rule("message")) {
+            let (texts, empty) = openings(message, &rule);
+            assert!(!empty, "{message:?} can match nothing");
+            for text in texts {
+                let anchor = ANCHORS.iter().position(|a| text.starts_with(a));
+                let Some(k) = anchor else {
+                    panic!("{message:?} opens with {text:?}, which no anchor starts")
+                };
+                opened[k] = true;
+            }
+        }
+        for (anchor, opened) in ANCHORS.iter().zip(opened) {
+            assert!(opened, "the anchor {anchor:?} opens no message");
+        }
     }
 
     #[test]
