@@ -1,11 +1,11 @@
 //! What each recognized part of a line (`grammar/oom.pest`) says about the
 //! message being read: its numbers into `OomMessage`, and what was seen
-//! (`Seen`) for the format and whether it was cut off.
+//! (`Seen`, a set of `Clue`s) for the format and whether it was cut off.
 
 use pest::iterators::Pair;
 
 use super::model::*;
-use super::parse::{Block, Rule, Seen};
+use super::parse::{Block, Clue, Rule, Seen};
 
 /// The integers among a line's parts, in order (unparsable ones skipped).
 fn ints_in<'a>(parts: impl Iterator<Item = Pair<'a, Rule>>) -> Vec<u64> {
@@ -61,7 +61,7 @@ pub(super) fn apply(
             return apply(msg, seen, block, message);
         }
         Rule::out_of_memory => {
-            seen.out_of_memory = true;
+            seen.insert(Clue::OutOfMemory);
             for p in parts {
                 match p.as_rule() {
                     Rule::host => msg.host = true,
@@ -80,7 +80,7 @@ pub(super) fn apply(
             }
         }
         Rule::failed_request => {
-            seen.failed_request = true;
+            seen.insert(Clue::FailedRequest);
             let ints = ints_in(parts);
             if let Some(&bytes) = ints.first() {
                 msg.requested = Some(Amount::exact(bytes));
@@ -88,7 +88,7 @@ pub(super) fn apply(
             msg.device = ints.get(1).map(u64::to_string);
         }
         Rule::bfc_out_of_memory => {
-            seen.bfc = true;
+            seen.insert(Clue::Bfc);
             for p in parts {
                 match p.as_rule() {
                     Rule::allocator_name_paren => {
@@ -104,9 +104,9 @@ pub(super) fn apply(
                 }
             }
         }
-        Rule::buffer_assignment_header => seen.debug_block = true,
+        Rule::buffer_assignment_header => seen.insert(Clue::DebugBlock),
         Rule::stats_header => {
-            seen.stats_header = true;
+            seen.insert(Clue::StatsHeader);
             *block = Block::Stats;
         }
         Rule::stat_line => {
@@ -118,7 +118,7 @@ pub(super) fn apply(
                 .find(|p| p.as_rule() == Rule::size)
                 .and_then(|p| size_of(&p));
             if value.is_none() {
-                seen.cut_line = true;
+                seen.insert(Clue::CutLine);
             }
             let slot = match name.as_str() {
                 "parameter allocation" => &mut msg.stats.parameter,
@@ -132,7 +132,7 @@ pub(super) fn apply(
             *slot = value;
         }
         Rule::peak_buffers_header => {
-            seen.peak_header = true;
+            seen.insert(Clue::PeakHeader);
             *block = Block::Peak;
         }
         Rule::buffer_header => {
@@ -170,7 +170,9 @@ pub(super) fn apply(
                 Rule::unpadded_line | Rule::padding_line | Rule::allocation_type_line
             ) || (rule == Rule::xla_label_line
                 && item.as_str().starts_with("XLA label"));
-            seen.tpu_fields |= tpu_only;
+            if tpu_only {
+                seen.insert(Clue::TpuFields);
+            }
             let buffer = msg.peak_buffers.last_mut().expect("just ensured");
             apply_buffer_field(buffer, seen, rule, item);
         }
@@ -180,7 +182,7 @@ pub(super) fn apply(
             }
         }
         Rule::ran_out => {
-            seen.ran_out = true;
+            seen.insert(Clue::RanOut);
             let t = tpu(msg);
             let mut sizes = Vec::new();
             for p in parts {
@@ -212,7 +214,7 @@ pub(super) fn apply(
                 .and_then(|q| size_of(&q));
         }
         Rule::total_usage_header => {
-            seen.tpu_tables = true;
+            seen.insert(Clue::TpuTables);
             let t = tpu(msg);
             for p in parts {
                 match p.as_rule() {
@@ -226,14 +228,14 @@ pub(super) fn apply(
             *block = Block::TpuUsage;
         }
         Rule::program_requirement_header => {
-            seen.tpu_tables = true;
+            seen.insert(Clue::TpuTables);
             tpu(msg).program_requirement = parts
                 .find(|p| p.as_rule() == Rule::size)
                 .and_then(|p| size_of(&p));
             *block = Block::TpuRequirement;
         }
         Rule::largest_allocations_header => {
-            seen.tpu_tables = true;
+            seen.insert(Clue::TpuTables);
             *block = Block::TpuLargest;
         }
         Rule::output_size_line => {
@@ -256,15 +258,15 @@ pub(super) fn apply(
             let amount = value.as_ref().and_then(size_of);
             if value.is_none() {
                 // `overlays` with nothing after it: the line was cut off.
-                seen.cut_line = true;
+                seen.insert(Clue::CutLine);
             }
             target.push((label, amount));
         }
         Rule::attempting_reserve | Rule::attempting_allocate => {
             if rule == Rule::attempting_reserve {
-                seen.reserve = true;
+                seen.insert(Clue::Reserve);
             } else {
-                seen.allocate = true;
+                seen.insert(Clue::Allocate);
             }
             let mut sizes = Vec::new();
             for p in parts {
@@ -313,14 +315,14 @@ pub(super) fn apply(
         Rule::heap_status_header | Rule::free_chunk_row => {}
         Rule::persistent_header => *block = Block::Persistent,
         Rule::abort_early => {
-            seen.abort = true;
+            seen.insert(Clue::Abort);
             let sizes = sizes_in(parts);
             let t = tpu(msg);
             t.requires = sizes.first().copied().flatten();
             t.available = sizes.get(1).copied().flatten();
         }
         Rule::tensorcore_usage => {
-            seen.sparse_core = true;
+            seen.insert(Clue::SparseCore);
             let sizes = sizes_in(parts);
             let t = tpu(msg);
             t.used = sizes.first().copied().flatten();
@@ -328,7 +330,7 @@ pub(super) fn apply(
             t.capacity = sizes.get(2).copied().flatten();
         }
         Rule::remat_warning => {
-            seen.warnings = true;
+            seen.insert(Clue::Warnings);
             let ints = ints_in(parts);
             msg.warnings.push(Warning::Rematerialization {
                 limit_bytes: ints.first().copied(),
@@ -337,7 +339,7 @@ pub(super) fn apply(
             });
         }
         Rule::arguments_exceed => {
-            seen.warnings = true;
+            seen.insert(Clue::Warnings);
             let ints = ints_in(parts);
             msg.warnings.push(Warning::ArgumentsExceedLimit {
                 argument_bytes: ints.first().copied(),
@@ -345,14 +347,14 @@ pub(super) fn apply(
             });
         }
         Rule::out_of_memory_allocating => {
-            seen.out_of_memory_allocating = true;
+            seen.insert(Clue::OutOfMemoryAllocating);
             msg.host = true;
             // XLA's CPU runtime: ordinary host RAM, as TensorFlow's `cpu` allocator.
             msg.allocator = Some("cpu".into());
             msg.requested = ints_in(parts).first().copied().map(Amount::exact);
         }
         Rule::driver_failure => {
-            seen.driver = true;
+            seen.insert(Clue::Driver);
             for p in parts {
                 match p.as_rule() {
                     // The exact count follows the rounded size; it wins.
@@ -366,12 +368,12 @@ pub(super) fn apply(
             }
         }
         Rule::pinned_host_failure => {
-            seen.driver = true;
+            seen.insert(Clue::Driver);
             msg.host = true;
             msg.requested = ints_in(parts).first().copied().map(Amount::exact);
         }
         Rule::scoped_allocation => {
-            seen.scoped = true;
+            seen.insert(Clue::Scoped);
             let mut sizes = Vec::new();
             let t = tpu(msg);
             for p in parts {
@@ -390,13 +392,13 @@ pub(super) fn apply(
             });
         }
         Rule::graph_instantiate => {
-            seen.graph = true;
+            seen.insert(Clue::Graph);
             msg.driver_error = parts
                 .find(|p| p.as_rule() == Rule::driver_error)
                 .map(|p| p.as_str().to_string());
         }
         Rule::tf_tensor_oom => {
-            seen.tf_tensor = true;
+            seen.insert(Clue::TfTensor);
             let (mut dims, mut dtype) = (None, None);
             for p in parts {
                 match p.as_rule() {
@@ -422,12 +424,12 @@ pub(super) fn apply(
             tpu(msg).largest_free_region = sizes_in(parts).first().copied().flatten();
         }
         Rule::context_retain => {
-            seen.context = true;
+            seen.insert(Clue::Context);
             msg.driver_error = Some("CUDA_ERROR_OUT_OF_MEMORY".into());
             msg.device_total = ints_in(parts).first().copied().map(Amount::exact);
         }
         Rule::cudnn_autotune | Rule::cudnn_handle | Rule::cublas_handle | Rule::nccl_oom => {
-            seen.library = true;
+            seen.insert(Clue::Library);
             msg.library = Some(match rule {
                 Rule::cublas_handle => Library::CuBlas,
                 Rule::nccl_oom => Library::Nccl,
@@ -448,12 +450,12 @@ pub(super) fn apply(
             msg.device_total = ints.get(1).copied().map(Amount::exact);
         }
         Rule::async_alloc => {
-            seen.driver = true;
+            seen.insert(Clue::Driver);
             msg.driver_error = Some("CUDA_ERROR_OUT_OF_MEMORY".into());
             msg.requested = ints_in(parts).first().copied().map(Amount::exact);
         }
         Rule::tpu_could_not_allocate => {
-            seen.allocate = true;
+            seen.insert(Clue::Allocate);
             let mut ints = Vec::new();
             for p in parts {
                 match p.as_rule() {
@@ -502,7 +504,7 @@ fn apply_buffer_field(buffer: &mut PeakBuffer, seen: &mut Seen, rule: Rule, item
             buffer.kind = Some("parameter".into());
             buffer.shape = text();
             if buffer.shape.is_none() {
-                seen.cut_line = true;
+                seen.insert(Clue::CutLine);
             }
         }
         Rule::xla_label_line => {

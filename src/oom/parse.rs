@@ -42,36 +42,82 @@ pub(super) enum Block {
     Persistent,
 }
 
-#[derive(Default)]
-pub(super) struct Seen {
-    pub(super) out_of_memory: bool,
-    pub(super) failed_request: bool,
-    pub(super) bfc: bool,
-    pub(super) debug_block: bool,
-    pub(super) stats_header: bool,
-    pub(super) peak_header: bool,
-    pub(super) ran_out: bool,
-    pub(super) tpu_tables: bool,
-    pub(super) abort: bool,
-    pub(super) sparse_core: bool,
-    pub(super) reserve: bool,
-    pub(super) allocate: bool,
-    pub(super) warnings: bool,
+/// What the lines of a message have shown so far: the clues to its format
+/// ([`detect_format`]) and to whether it was cut off ([`is_truncated`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Clue {
+    /// `Out of memory while trying to allocate ...`.
+    OutOfMemory,
+    /// `Failed to allocate request for ...`.
+    FailedRequest,
+    /// The BFC allocator ran out of memory (`Allocator (...) ran out of memory`).
+    Bfc,
+    /// `BufferAssignment OOM Debugging.`
+    DebugBlock,
+    /// `BufferAssignment stats:`
+    StatsHeader,
+    /// `Peak buffers:`
+    PeakHeader,
+    /// TPU: `Ran out of memory in memory space ...`.
+    RanOut,
+    /// TPU usage, requirement, largest-allocation or capacity tables.
+    TpuTables,
+    /// TPU: `Aborting compilation early ...`.
+    Abort,
+    /// TPU: TensorCore and SparseCore HBM usage.
+    SparseCore,
+    /// TPU run time: `Attempting to reserve ...`.
+    Reserve,
+    /// TPU run time: `Attempting to allocate ...` (or `Could not allocate ... in memory`).
+    Allocate,
+    /// Compiler warnings (rematerialization, the argument limit).
+    Warnings,
     /// The last meaningful line was cut off (a row without its value, a key without its text).
-    pub(super) cut_line: bool,
+    CutLine,
     /// The text ends with a BFC allocator's memory map bar.
-    pub(super) ends_in_bar: bool,
+    EndsInBar,
     /// TPU-only entry fields (`XLA label:`, `Unpadded size:`, `Allocation type:`).
-    pub(super) tpu_fields: bool,
-    pub(super) scoped: bool,
-    pub(super) driver: bool,
-    pub(super) tf_tensor: bool,
-    pub(super) graph: bool,
-    pub(super) out_of_memory_allocating: bool,
+    TpuFields,
+    /// TPU: `Scoped allocation with size ...`.
+    Scoped,
+    /// The CUDA or ROCm driver refused memory.
+    Driver,
+    /// TensorFlow: `OOM when allocating tensor ...`.
+    TfTensor,
+    /// A CUDA or HIP graph could not be instantiated.
+    Graph,
+    /// XLA's CPU runtime: `Out of memory allocating N bytes`.
+    OutOfMemoryAllocating,
     /// The CUDA context could not be created.
-    pub(super) context: bool,
+    Context,
     /// cuDNN, cuBLAS or NCCL said it found no memory.
-    pub(super) library: bool,
+    Library,
+}
+
+/// A set of [`Clue`]s, one bit each.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Seen(u32);
+
+// Every clue has its bit (`Library` is the last).
+const _: () = assert!((Clue::Library as u32) < u32::BITS);
+
+impl Seen {
+    pub(super) fn insert(&mut self, clue: Clue) {
+        self.0 |= 1 << clue as u32;
+    }
+
+    pub(super) fn remove(&mut self, clue: Clue) {
+        self.0 &= !(1 << clue as u32);
+    }
+
+    pub(super) fn has(self, clue: Clue) -> bool {
+        self.0 & (1 << clue as u32) != 0
+    }
+
+    /// Whether any of `clues` was seen.
+    pub(super) fn any(self, clues: &[Clue]) -> bool {
+        clues.iter().any(|&c| self.has(c))
+    }
 }
 
 /// What a recognized message part does to the message being read.
@@ -107,7 +153,11 @@ fn role(rule: Rule, reader: &Reader) -> Role {
         | Rule::tpu_could_not_allocate => Role::Headline,
         // The scoped-VMEM sentence follows `Ran out of memory in memory space
         // vmem`; on its own it is the error.
-        Rule::scoped_allocation if reader.seen.ran_out && !reader.seen.scoped => Role::Part,
+        Rule::scoped_allocation
+            if reader.seen.has(Clue::RanOut) && !reader.seen.has(Clue::Scoped) =>
+        {
+            Role::Part
+        }
         Rule::scoped_allocation => Role::Headline,
         Rule::bfc_out_of_memory
         | Rule::driver_failure
@@ -200,7 +250,11 @@ pub fn parse_log(text: &str) -> (Vec<OomMessage>, Vec<String>) {
         }
         // A BFC allocator's memory map bar (`***___`) means a log cut before the error.
         let body = line.rsplit("] ").next().unwrap_or(line).trim();
-        reader.seen.ends_in_bar = body.len() > 10 && body.chars().all(|c| c == '*' || c == '_');
+        if body.len() > 10 && body.chars().all(|c| c == '*' || c == '_') {
+            reader.seen.insert(Clue::EndsInBar);
+        } else {
+            reader.seen.remove(Clue::EndsInBar);
+        }
         let Ok(mut pairs) = OomParser::parse(Rule::oom_line, line) else {
             continue;
         };
@@ -229,7 +283,7 @@ pub fn parse_log(text: &str) -> (Vec<OomMessage>, Vec<String>) {
             // TPU error: they are a message of their own, from another device.
             let gpu_before_tpu = role == Role::Headline
                 && reader.key.is_none()
-                && (reader.seen.bfc || reader.seen.driver)
+                && reader.seen.any(&[Clue::Bfc, Clue::Driver])
                 && is_tpu_rule(rule);
             if (role != Role::Part && reader.key.is_some()) || gpu_before_tpu {
                 done.extend(std::mem::replace(&mut reader, Reader::new()).finish());
@@ -344,41 +398,39 @@ fn deduplicate(messages: Vec<(Option<String>, OomMessage)>) -> Vec<OomMessage> {
 }
 
 fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
-    let format = if seen.context {
+    let format = if seen.has(Clue::Context) {
         OomFormat::GpuContext
-    } else if seen.library {
+    } else if seen.has(Clue::Library) {
         OomFormat::GpuLibrary
-    } else if seen.sparse_core {
+    } else if seen.has(Clue::SparseCore) {
         OomFormat::TpuSparseCore
-    } else if seen.abort {
+    } else if seen.has(Clue::Abort) {
         OomFormat::TpuCompileAbort
-    } else if seen.reserve {
+    } else if seen.has(Clue::Reserve) {
         OomFormat::TpuRuntimeReserve
-    } else if seen.allocate {
+    } else if seen.has(Clue::Allocate) {
         OomFormat::TpuRuntimeAllocate
-    } else if seen.tf_tensor {
+    } else if seen.has(Clue::TfTensor) {
         OomFormat::TfTensor
-    } else if seen.graph {
+    } else if seen.has(Clue::Graph) {
         OomFormat::GpuCommandBuffer
-    } else if seen.ran_out || seen.tpu_tables || seen.tpu_fields || seen.scoped {
+    } else if seen.any(&[Clue::RanOut, Clue::TpuTables, Clue::TpuFields, Clue::Scoped]) {
         OomFormat::TpuCompile
-    } else if seen.debug_block
-        || seen.stats_header
-        || seen.peak_header
+    } else if seen.any(&[Clue::DebugBlock, Clue::StatsHeader, Clue::PeakHeader])
         || !msg.peak_buffers.is_empty()
     {
         OomFormat::GpuBufferAssignment
-    } else if seen.out_of_memory && msg.host || seen.out_of_memory_allocating {
+    } else if seen.has(Clue::OutOfMemory) && msg.host || seen.has(Clue::OutOfMemoryAllocating) {
         OomFormat::HostAllocation
-    } else if seen.failed_request {
+    } else if seen.has(Clue::FailedRequest) {
         OomFormat::DeviceFailedRequest
-    } else if seen.out_of_memory {
+    } else if seen.has(Clue::OutOfMemory) {
         OomFormat::GpuAllocation
-    } else if seen.warnings {
+    } else if seen.has(Clue::Warnings) {
         OomFormat::GpuCompileWarnings
-    } else if seen.driver {
+    } else if seen.has(Clue::Driver) {
         OomFormat::GpuDriver
-    } else if seen.bfc {
+    } else if seen.has(Clue::Bfc) {
         OomFormat::GpuBfcAllocator
     } else {
         return None;
@@ -388,8 +440,12 @@ fn detect_format(msg: &OomMessage, seen: &Seen) -> Option<OomFormat> {
 
 fn is_truncated(msg: &OomMessage, seen: &Seen) -> bool {
     let open_entry = msg.peak_buffers.last().is_some_and(|b| !b.complete);
-    let stats_incomplete = seen.stats_header && msg.stats.total.is_none();
+    let stats_incomplete = seen.has(Clue::StatsHeader) && msg.stats.total.is_none();
     // Peak buffers without the block that introduces them: a fragment.
-    let fragment = !msg.peak_buffers.is_empty() && !seen.peak_header && !seen.tpu_tables;
-    open_entry || stats_incomplete || fragment || seen.cut_line || seen.ends_in_bar
+    let fragment = !msg.peak_buffers.is_empty() && !seen.any(&[Clue::PeakHeader, Clue::TpuTables]);
+    open_entry
+        || stats_incomplete
+        || fragment
+        || seen.has(Clue::CutLine)
+        || seen.has(Clue::EndsInBar)
 }
