@@ -125,7 +125,7 @@ class Memory(JsonObject):
 
 
 class Finding(JsonObject):
-    """Memory a change to the program would save (``hlomem explain-code CODE``)."""
+    """What in a module costs memory, and how to fix it (``hlomem explain-code CODE``)."""
 
     _schema = ("analyze", "FindingReport")
     __slots__ = ()
@@ -135,7 +135,10 @@ class Finding(JsonObject):
     #: The code's name: ``not-donated``, ``donation-copied``...
     name: str
     severity: str
-    #: Bytes the fix would save.
+    #: Bytes at stake (``FindingReport.bytes`` in the schema): what the fix
+    #: saves where that is known beforehand (HM001-HM004, HM006), else what
+    #: the finding is about (HM005: the temporaries, by an amount the module
+    #: does not say).
     bytes: int
     message: str
     fix: str
