@@ -69,13 +69,15 @@ impl MemoryKind {
 pub struct FindingRef {
     pub code: &'static str,
     pub name: &'static str,
-    /// Bytes at stake (what the fix would save).
+    /// Bytes at stake, as in `analyze`'s findings: what the fix saves where
+    /// that is known beforehand, else what the finding is about (HM005: the
+    /// temporaries).
     pub bytes: u64,
     pub message: String,
 }
 
-impl FindingRef {
-    fn of(f: &crate::report::FindingReport) -> FindingRef {
+impl From<&crate::report::FindingReport> for FindingRef {
+    fn from(f: &crate::report::FindingReport) -> FindingRef {
         FindingRef {
             code: f.code,
             name: f.name,
@@ -156,8 +158,8 @@ pub fn check(
                 over_by: budget
                     .and_then(|b| bytes.checked_sub(b))
                     .filter(|over| *over > 0),
-                failing_findings: failing.into_iter().map(FindingRef::of).collect(),
-                other_findings: other.into_iter().take(3).map(FindingRef::of).collect(),
+                failing_findings: failing.into_iter().map(FindingRef::from).collect(),
+                other_findings: other.into_iter().take(3).map(FindingRef::from).collect(),
             }
         })
         .collect();

@@ -408,7 +408,7 @@ impl Builder<'_> {
             Some(values) => values,
             None => self.define_with_operand_slot(id),
         };
-        for pair in self.in_place.of(module, id) {
+        for pair in self.in_place.pairs(module, id) {
             let (Some(out_node), Some(&operand_instr)) = (
                 node_of(&instr.shape, &pair.output_index),
                 instr.operands.get(pair.operand as usize),

@@ -93,7 +93,7 @@ impl Placement {
         }
     }
 
-    pub fn of(msg: &OomMessage, ctx: &LogContext) -> Placement {
+    pub fn locate(msg: &OomMessage, ctx: &LogContext) -> Placement {
         use MemorySpace as S;
         if let Some(p) = host(msg) {
             return p;

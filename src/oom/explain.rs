@@ -91,8 +91,8 @@ pub struct BufferRef {
     pub source: Option<String>,
 }
 
-impl BufferRef {
-    pub fn of(b: &PeakBuffer) -> BufferRef {
+impl From<&PeakBuffer> for BufferRef {
+    fn from(b: &PeakBuffer) -> BufferRef {
         BufferRef {
             number: b.number,
             shape: b.shape.clone(),
@@ -109,7 +109,9 @@ impl BufferRef {
             },
         }
     }
+}
 
+impl BufferRef {
     /// "the result of `add` (fusion) at kernels.py:178", with the shape in front when asked.
     pub fn phrase(&self, with_shape: bool) -> String {
         let shape = self.shape.as_deref().unwrap_or("a buffer");
@@ -392,11 +394,11 @@ pub fn explain(msg: &OomMessage, dump: Option<DumpLinks>) -> Explanation {
 /// Explains `msg` as part of a log whose context `ctx` was read.
 pub fn explain_in(msg: &OomMessage, ctx: &LogContext, dump: Option<DumpLinks>) -> Explanation {
     let problems = checks::problems(msg);
-    let situation = Situation::of(msg, ctx, dump.as_ref());
+    let situation = Situation::infer(msg, ctx, dump.as_ref());
     let mut e = Explanation {
         format: msg.format,
         truncated: msg.truncated,
-        verdict: Verdict::of(msg, &situation.placement, &problems),
+        verdict: Verdict::decide(msg, &situation.placement, &problems),
         what_failed: failure::what_failed(msg, &situation.placement, &problems),
         stats: explain_stats(&msg.stats),
         arithmetic: if checks::usable(&problems, Quantity::TempAllocation)
@@ -410,7 +412,7 @@ pub fn explain_in(msg: &OomMessage, ctx: &LogContext, dump: Option<DumpLinks>) -
         tpu: explain_tpu(msg),
         warnings: msg.warnings.clone(),
         gap: feasibility::gap(msg, &problems),
-        proof: CapacityProof::of(msg),
+        proof: CapacityProof::from_capacity_table(msg),
         undecided: None,
         problems,
         situation,
@@ -507,7 +509,7 @@ fn group_buffers(msg: &OomMessage) -> Vec<BufferGroup> {
             .filter(|b| b.kind.as_deref() == Some("parameter"))
             .count();
         for b in bs.iter().filter(|b| b.kind.as_deref() != Some("parameter")) {
-            let mut r = BufferRef::of(b);
+            let mut r = BufferRef::from(*b);
             // Alike buffers differ only in their number.
             r.number = 0;
             match g.results.iter_mut().find(|(p, _)| *p == r) {

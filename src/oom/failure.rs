@@ -352,7 +352,7 @@ pub fn what_failed(msg: &OomMessage, place: &Placement, problems: &[Problem]) ->
             b.size.is_some_and(|a| within_rounding(a, r)) && b.kind.as_deref() != Some("parameter")
         }) {
             out.push(Failure::IsBuffer {
-                buffer: BufferRef::of(b),
+                buffer: BufferRef::from(b),
                 output: close(s.maybe_live_out),
             });
         } else if close(s.maybe_live_out) {

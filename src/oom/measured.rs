@@ -54,7 +54,7 @@ pub(super) fn measured(msg: &OomMessage, e: &Explanation, c: &mut Candidates) {
                 .is_some_and(|o| o.contains("broadcast"))
     }) {
         c.push(Advice::AvoidBroadcast {
-            buffer: BufferRef::of(b),
+            buffer: BufferRef::from(b),
             saves_bytes: sized(b),
         });
     }

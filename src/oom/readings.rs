@@ -35,7 +35,7 @@ pub struct CapacityProof {
 }
 
 impl CapacityProof {
-    pub fn of(msg: &OomMessage) -> Option<CapacityProof> {
+    pub fn from_capacity_table(msg: &OomMessage) -> Option<CapacityProof> {
         let t = msg.tpu.as_ref()?;
         let row = |label: &str| {
             t.capacity_rows
@@ -80,7 +80,7 @@ impl CapacityProof {
 /// The readings a message leaves open, or `None` when its figures decide.
 pub fn undecided(msg: &OomMessage, s: &Situation) -> Option<Undecided> {
     use OomFormat as F;
-    if CapacityProof::of(msg).is_some() {
+    if CapacityProof::from_capacity_table(msg).is_some() {
         return None;
     }
     let requested = msg.requested.map(|r| human_bytes(r.bytes));

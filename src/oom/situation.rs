@@ -129,10 +129,10 @@ fn traced_function(op_name: &str) -> Option<&str> {
 }
 
 impl Situation {
-    pub fn of(msg: &OomMessage, ctx: &LogContext, dump: Option<&DumpLinks>) -> Situation {
+    pub fn infer(msg: &OomMessage, ctx: &LogContext, dump: Option<&DumpLinks>) -> Situation {
         let dump = dump.filter(|d| d.matches());
         Situation {
-            placement: Placement::of(msg, ctx),
+            placement: Placement::locate(msg, ctx),
             workload: workload(msg, ctx, dump),
             remat: remat(msg, dump),
             framework: ctx.framework.clone(),

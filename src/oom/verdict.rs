@@ -117,24 +117,12 @@ pub enum Verdict {
 }
 
 impl Verdict {
-    pub fn of(msg: &OomMessage, place: &Placement, problems: &[Problem]) -> Verdict {
-        if let Some(bytes) = problems.iter().find_map(|p| match p {
-            Problem::ImpossibleSize { bytes, .. } => Some(*bytes),
-            // A driver's total printed from a negative figure is the driver's
-            // report gone wrong, not a size the program asked for.
-            Problem::Wraparound { quantity, bytes }
-                if *quantity != super::checks::Quantity::DeviceTotal =>
-            {
-                Some(*bytes)
-            }
-            _ => None,
-        }) {
+    /// The verdict on a message: a size no device holds whatever its form,
+    /// the allocator's retry, then by the message's format.
+    pub fn decide(msg: &OomMessage, place: &Placement, problems: &[Problem]) -> Verdict {
+        if let Some(bytes) = impossible_size(problems) {
             return Verdict::ShapeMistake { bytes };
         }
-        let t = msg.tpu.clone().unwrap_or_default();
-        let over = t
-            .exceeded_by
-            .filter(|_| super::checks::usable(problems, super::checks::Quantity::ExceededBy));
         if msg.not_a_failure {
             return Verdict::AllocatorRetried {
                 requested: msg.requested,
@@ -160,101 +148,19 @@ impl Verdict {
             OomFormat::GpuCommandBuffer => Verdict::CommandBuffer {
                 error: msg.driver_error.clone(),
             },
-            OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate => match msg.requested {
-                Some(requested) => Verdict::NoRoomAtRunTime {
-                    device: place.device,
-                    requested,
-                    free: t.free,
-                    usable: t.reservable.or(t.largest_free_region),
-                    proof: CapacityProof::of(msg),
-                },
-                None => Verdict::Unknown,
-            },
-            OomFormat::TpuCompileAbort => Verdict::CompileAbort {
-                requires: t.requires,
-                available: t.available,
-            },
-            OomFormat::GpuCompileWarnings => {
-                let (reached_bytes, limit_bytes) = msg
-                    .warnings
-                    .iter()
-                    .find_map(|w| match w {
-                        super::model::Warning::Rematerialization {
-                            limit_bytes,
-                            reached_bytes,
-                            ..
-                        } => Some((*reached_bytes, *limit_bytes)),
-                        _ => None,
-                    })
-                    .unwrap_or((None, None));
-                Verdict::CompilerWarnings {
-                    reached_bytes,
-                    limit_bytes,
+            OomFormat::TpuRuntimeReserve | OomFormat::TpuRuntimeAllocate => {
+                no_room_at_run_time(msg, place)
+            }
+            OomFormat::TpuCompileAbort => {
+                let t = msg.tpu.clone().unwrap_or_default();
+                Verdict::CompileAbort {
+                    requires: t.requires,
+                    available: t.available,
                 }
             }
-            _ if msg.format.is_tpu() => {
-                let space = t.memory_space.clone().unwrap_or_else(|| "hbm".into());
-                if let Some(s) = t.scoped {
-                    Verdict::ScopedOverLimit {
-                        space,
-                        size: s.size,
-                        limit: s.limit,
-                    }
-                } else if let (Some(needs), Some(available)) = (t.used, t.capacity) {
-                    Verdict::ProgramTooBig {
-                        space,
-                        needs: match t.sparse_core {
-                            Some(sc) => Amount {
-                                bytes: needs.bytes.saturating_add(sc.bytes),
-                                approximate: true,
-                            },
-                            None => needs,
-                        },
-                        available: Some(available),
-                        over,
-                    }
-                } else if let Some(total) = t.total_usage {
-                    Verdict::ProgramTooBig {
-                        space,
-                        needs: total,
-                        available: t.capacity,
-                        over,
-                    }
-                } else if matches!(space.as_str(), "vmem" | "smem") {
-                    Verdict::ScopedOverLimit {
-                        space,
-                        size: None,
-                        limit: None,
-                    }
-                } else {
-                    Verdict::Unknown
-                }
-            }
-            _ => match msg.requested {
-                Some(requested) => {
-                    let close = |a: Option<Amount>| {
-                        a.is_some_and(|a| a.bytes > 0 && within_rounding(a, requested))
-                    };
-                    let allocating = if close(msg.stats.preallocated_temp) {
-                        Some(Allocating::TempBlock)
-                    } else if close(msg.stats.maybe_live_out) {
-                        Some(Allocating::Output)
-                    } else {
-                        None
-                    };
-                    Verdict::PoolTooSmall {
-                        device: place.device,
-                        requested,
-                        needs: msg.stats.total,
-                        allocating,
-                    }
-                }
-                None if !msg.warnings.is_empty() => Verdict::CompilerWarnings {
-                    reached_bytes: None,
-                    limit_bytes: None,
-                },
-                None => Verdict::Unknown,
-            },
+            OomFormat::GpuCompileWarnings => rematerialization_warning(msg),
+            _ if msg.format.is_tpu() => tpu_compile(msg, problems),
+            _ => pool_too_small(msg, place),
         }
     }
 
@@ -444,5 +350,130 @@ impl Verdict {
             },
             Verdict::Unknown => "out of memory; the message says too little for more".into(),
         }
+    }
+}
+
+/// A size more than any device holds (or one wrapped around from a negative
+/// figure), which no form of message makes a memory shortage.
+fn impossible_size(problems: &[Problem]) -> Option<u64> {
+    problems.iter().find_map(|p| match p {
+        Problem::ImpossibleSize { bytes, .. } => Some(*bytes),
+        // A driver's total printed from a negative figure is the driver's
+        // report gone wrong, not a size the program asked for.
+        Problem::Wraparound { quantity, bytes }
+            if *quantity != super::checks::Quantity::DeviceTotal =>
+        {
+            Some(*bytes)
+        }
+        _ => None,
+    })
+}
+
+/// TPU run time: what could not be reserved or allocated, against what was free.
+fn no_room_at_run_time(msg: &OomMessage, place: &Placement) -> Verdict {
+    let t = msg.tpu.clone().unwrap_or_default();
+    match msg.requested {
+        Some(requested) => Verdict::NoRoomAtRunTime {
+            device: place.device,
+            requested,
+            free: t.free,
+            usable: t.reservable.or(t.largest_free_region),
+            proof: CapacityProof::from_capacity_table(msg),
+        },
+        None => Verdict::Unknown,
+    }
+}
+
+/// Compiler warnings only: what rematerialization reached against its target.
+fn rematerialization_warning(msg: &OomMessage) -> Verdict {
+    let (reached_bytes, limit_bytes) = msg
+        .warnings
+        .iter()
+        .find_map(|w| match w {
+            super::model::Warning::Rematerialization {
+                limit_bytes,
+                reached_bytes,
+                ..
+            } => Some((*reached_bytes, *limit_bytes)),
+            _ => None,
+        })
+        .unwrap_or((None, None));
+    Verdict::CompilerWarnings {
+        reached_bytes,
+        limit_bytes,
+    }
+}
+
+/// TPU compile time: a scoped allocation over its limit, or the program
+/// against the memory space's capacity.
+fn tpu_compile(msg: &OomMessage, problems: &[Problem]) -> Verdict {
+    let t = msg.tpu.clone().unwrap_or_default();
+    let over = t
+        .exceeded_by
+        .filter(|_| super::checks::usable(problems, super::checks::Quantity::ExceededBy));
+    let space = t.memory_space.clone().unwrap_or_else(|| "hbm".into());
+    if let Some(s) = t.scoped {
+        Verdict::ScopedOverLimit {
+            space,
+            size: s.size,
+            limit: s.limit,
+        }
+    } else if let (Some(needs), Some(available)) = (t.used, t.capacity) {
+        Verdict::ProgramTooBig {
+            space,
+            needs: match t.sparse_core {
+                Some(sc) => Amount {
+                    bytes: needs.bytes.saturating_add(sc.bytes),
+                    approximate: true,
+                },
+                None => needs,
+            },
+            available: Some(available),
+            over,
+        }
+    } else if let Some(total) = t.total_usage {
+        Verdict::ProgramTooBig {
+            space,
+            needs: total,
+            available: t.capacity,
+            over,
+        }
+    } else if matches!(space.as_str(), "vmem" | "smem") {
+        Verdict::ScopedOverLimit {
+            space,
+            size: None,
+            limit: None,
+        }
+    } else {
+        Verdict::Unknown
+    }
+}
+
+/// An allocation the pool could not serve (GPU, host, a device the text
+/// does not name), and which of the stats' blocks it was, when its size is one's.
+fn pool_too_small(msg: &OomMessage, place: &Placement) -> Verdict {
+    match msg.requested {
+        Some(requested) => {
+            let close =
+                |a: Option<Amount>| a.is_some_and(|a| a.bytes > 0 && within_rounding(a, requested));
+            let allocating = if close(msg.stats.preallocated_temp) {
+                Some(Allocating::TempBlock)
+            } else if close(msg.stats.maybe_live_out) {
+                Some(Allocating::Output)
+            } else {
+                None
+            };
+            Verdict::PoolTooSmall {
+                device: place.device,
+                requested,
+                needs: msg.stats.total,
+                allocating,
+            }
+        }
+        None if !msg.warnings.is_empty() => Verdict::CompilerWarnings {
+            reached_bytes: None,
+            limit_bytes: None,
+        },
+        None => Verdict::Unknown,
     }
 }

@@ -471,7 +471,7 @@ pub fn peak_usage_with(module: &Module, model: &MemoryModel, facts: ModuleFacts)
                     .filter(|top| names.contains(top.as_str()))
             };
             let layout_copy = origin.is_none() && argument.is_some();
-            let role = role::of(b.kind, phase, training, op_name.as_deref());
+            let role = role::classify(b.kind, phase, training, op_name.as_deref());
             BufferUse {
                 bytes: b.bytes,
                 shape: instr

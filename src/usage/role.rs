@@ -47,7 +47,7 @@ impl Role {
 }
 
 /// The role of one buffer. `op_name` is the argument's path for parameters.
-pub fn of(kind: BufferKind, phase: Phase, training: bool, op_name: Option<&str>) -> Role {
+pub fn classify(kind: BufferKind, phase: Phase, training: bool, op_name: Option<&str>) -> Role {
     match kind {
         BufferKind::Parameter => argument_role(op_name.unwrap_or("")),
         BufferKind::Output => Role::Outputs,

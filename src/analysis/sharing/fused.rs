@@ -21,7 +21,7 @@ pub(super) enum Fused<'m> {
 pub(super) struct Node(u32);
 
 impl<'m> Fused<'m> {
-    pub(super) fn of(module: &'m Module, comp: CompId) -> Fused<'m> {
+    pub(super) fn body(module: &'m Module, comp: CompId) -> Fused<'m> {
         match module.shell(comp).deferred {
             Some(k) if !module.deferred.is_parsed(k) => Fused::Lines(module, k),
             _ => Fused::Parsed(module, comp),

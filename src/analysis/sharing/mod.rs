@@ -60,7 +60,7 @@ impl InPlacePairs {
     }
 
     /// [`in_place_pairs`] of `id`, an instruction of a computation parsed at load.
-    pub fn of(&self, module: &Module, id: InstrId) -> Vec<OperandAlias> {
+    pub fn pairs(&self, module: &Module, id: InstrId) -> Vec<OperandAlias> {
         pairs_with(module, id, |comp| match self.fusions.get(&comp) {
             Some(pairs) => pairs.clone(),
             None => fusion_in_place_pairs(module, comp),
@@ -194,7 +194,7 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
             return Vec::new();
         }
     }
-    let body = Fused::of(module, comp);
+    let body = Fused::body(module, comp);
     let root = body.root();
     let mut outputs: Vec<(Vec<u64>, Node)> = Vec::new();
     if *body.opcode(root) == Opcode::Tuple {
@@ -370,7 +370,7 @@ pub fn can_share_operand_buffer(
             match module.fusion_kind(user) {
                 Some("kOutput") => {
                     // add(dot|convolution, X): only through the X slot, used once.
-                    let body = Fused::of(module, comp);
+                    let body = Fused::body(module, comp);
                     let root = body.root();
                     if *body.opcode(root) != Opcode::Add || operand_numbers.len() != 1 {
                         return false;
@@ -385,7 +385,7 @@ pub fn can_share_operand_buffer(
                             .any(|&op| matches!(body.opcode(op), Opcode::Dot | Opcode::Convolution))
                 }
                 _ => {
-                    let body = Fused::of(module, comp);
+                    let body = Fused::body(module, comp);
                     operand_numbers.iter().all(|&k| {
                         body.parameter(k)
                             .is_some_and(|p| transitive_uses_elementwise(body, p))
