@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::oom::explain::Explanation;
 use crate::oom::feasibility::Feasibility;
-use crate::oom::model::{Amount, OomMessage};
+use crate::oom::model::{Amount, OomMessage, PeakBuffer, ScopedAllocation, Stats, TpuUsage};
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ExplainReport {
@@ -117,6 +117,128 @@ fn bytes(a: Option<Amount>) -> Option<u64> {
     a.map(|a| a.bytes)
 }
 
+/// `stats` by name, and the names of those printed rounded.
+fn stats_json(s: &Stats) -> (BTreeMap<&'static str, u64>, Vec<&'static str>) {
+    let Stats {
+        parameter,
+        constant,
+        maybe_live_out,
+        preallocated_temp,
+        preallocated_temp_fragmentation,
+        total,
+        total_fragmentation,
+    } = *s;
+    let mut stats = BTreeMap::new();
+    let mut approximate = Vec::new();
+    for (name, value) in [
+        ("parameter_bytes", parameter),
+        ("constant_bytes", constant),
+        ("maybe_live_out_bytes", maybe_live_out),
+        ("preallocated_temp_bytes", preallocated_temp),
+        (
+            "preallocated_temp_fragmentation_bytes",
+            preallocated_temp_fragmentation,
+        ),
+        ("total_bytes", total),
+        ("fragmentation_bytes", total_fragmentation),
+    ] {
+        if let Some(a) = value {
+            stats.insert(name, a.bytes);
+            if a.approximate {
+                approximate.push(name);
+            }
+        }
+    }
+    (stats, approximate)
+}
+
+impl From<&PeakBuffer> for PeakBufferJson {
+    fn from(b: &PeakBuffer) -> PeakBufferJson {
+        let PeakBuffer {
+            number,
+            size,
+            shape,
+            kind,
+            op_name,
+            source_file,
+            source_line,
+            label,
+            unpadded_size,
+            padding,
+            // Kept as parsed; no report has shown them. `complete` is the parser's.
+            op_type: _,
+            deduplicated_name: _,
+            complete: _,
+        } = b;
+        PeakBufferJson {
+            number: *number,
+            size_bytes: bytes(*size),
+            shape: shape.clone(),
+            kind: kind.clone(),
+            op_name: op_name.clone(),
+            source_file: source_file.clone(),
+            source_line: *source_line,
+            label: label.clone(),
+            unpadded_size_bytes: bytes(*unpadded_size),
+            padding_bytes: bytes(*padding),
+        }
+    }
+}
+
+impl From<&TpuUsage> for TpuJson {
+    fn from(t: &TpuUsage) -> TpuJson {
+        let TpuUsage {
+            memory_space,
+            used,
+            capacity,
+            exceeded_by,
+            total_usage,
+            program_requirement,
+            free,
+            reserved,
+            reservable,
+            largest_free_region,
+            scoped,
+            // What the explanation reads (its TPU notes, verdict, readings and
+            // advice); `stack_shape` is kept as parsed, shown nowhere.
+            usage_rows: _,
+            output_size: _,
+            output_shared_with_arguments: _,
+            requirement_rows: _,
+            requires: _,
+            available: _,
+            capacity_rows: _,
+            sparse_core: _,
+            stack_instruction: _,
+            stack_shape: _,
+            custom_kernel: _,
+        } = t;
+        let (scoped_size, scoped_limit) = match scoped {
+            Some(ScopedAllocation {
+                size,
+                limit,
+                exceeded_by: _,
+            }) => (*size, *limit),
+            None => (None, None),
+        };
+        TpuJson {
+            memory_space: memory_space.clone(),
+            used_bytes: bytes(*used),
+            capacity_bytes: bytes(*capacity),
+            exceeded_by_bytes: bytes(*exceeded_by),
+            total_usage_bytes: bytes(*total_usage),
+            program_requirement_bytes: bytes(*program_requirement),
+            free_bytes: bytes(*free),
+            reserved_bytes: bytes(*reserved),
+            reservable_bytes: bytes(*reservable),
+            largest_free_region_bytes: bytes(*largest_free_region),
+            scoped_size_bytes: bytes(scoped_size),
+            scoped_limit_bytes: bytes(scoped_limit),
+            approximate: true,
+        }
+    }
+}
+
 impl ExplainReport {
     /// The report of the leading message, with the others of the same text.
     pub fn with_others(mut self, others: Vec<ExplainReport>) -> ExplainReport {
@@ -159,67 +281,45 @@ impl ExplainReport {
         Some(first.with_others(reports))
     }
 
+    /// The report of one message. Every field of the message's model
+    /// (`oom::model`) is named here, taken or left to the explanation, so a
+    /// field added there does not compile until this says which.
     pub fn build(msg: &OomMessage, explanation: Explanation) -> ExplainReport {
-        let s = &msg.stats;
-        let mut stats = BTreeMap::new();
-        let mut approximate = Vec::new();
-        for (name, value) in [
-            ("parameter_bytes", s.parameter),
-            ("constant_bytes", s.constant),
-            ("maybe_live_out_bytes", s.maybe_live_out),
-            ("preallocated_temp_bytes", s.preallocated_temp),
-            (
-                "preallocated_temp_fragmentation_bytes",
-                s.preallocated_temp_fragmentation,
-            ),
-            ("total_bytes", s.total),
-            ("fragmentation_bytes", s.total_fragmentation),
-        ] {
-            if let Some(a) = value {
-                stats.insert(name, a.bytes);
-                if a.approximate {
-                    approximate.push(name);
-                }
-            }
-        }
+        let OomMessage {
+            format,
+            truncated,
+            requested,
+            stats,
+            peak_buffers,
+            tpu,
+            // What the explanation says of these (its placement, situation,
+            // failures and readings), not repeated here.
+            host: _,
+            allocator: _,
+            device: _,
+            warnings: _,
+            driver_error: _,
+            tensor: _,
+            not_a_failure: _,
+            unified: _,
+            library: _,
+            library_status: _,
+            device_total: _,
+            device_free: _,
+            replica: _,
+            xla_bug: _,
+            line: _,
+        } = msg;
+        let (stats, approximate) = stats_json(stats);
         ExplainReport {
-            format: msg.format.name(),
-            truncated: msg.truncated,
-            requested_bytes: bytes(msg.requested),
-            requested_approximate: msg.requested.is_some_and(|a| a.approximate),
+            format: format.name(),
+            truncated: *truncated,
+            requested_bytes: bytes(*requested),
+            requested_approximate: requested.is_some_and(|a| a.approximate),
             stats,
             approximate,
-            peak_buffers: msg
-                .peak_buffers
-                .iter()
-                .map(|b| PeakBufferJson {
-                    number: b.number,
-                    size_bytes: bytes(b.size),
-                    shape: b.shape.clone(),
-                    kind: b.kind.clone(),
-                    op_name: b.op_name.clone(),
-                    source_file: b.source_file.clone(),
-                    source_line: b.source_line,
-                    label: b.label.clone(),
-                    unpadded_size_bytes: bytes(b.unpadded_size),
-                    padding_bytes: bytes(b.padding),
-                })
-                .collect(),
-            tpu: msg.tpu.as_ref().map(|t| TpuJson {
-                memory_space: t.memory_space.clone(),
-                used_bytes: bytes(t.used),
-                capacity_bytes: bytes(t.capacity),
-                exceeded_by_bytes: bytes(t.exceeded_by),
-                total_usage_bytes: bytes(t.total_usage),
-                program_requirement_bytes: bytes(t.program_requirement),
-                free_bytes: bytes(t.free),
-                reserved_bytes: bytes(t.reserved),
-                reservable_bytes: bytes(t.reservable),
-                largest_free_region_bytes: bytes(t.largest_free_region),
-                scoped_size_bytes: t.scoped.and_then(|s| bytes(s.size)),
-                scoped_limit_bytes: t.scoped.and_then(|s| bytes(s.limit)),
-                approximate: true,
-            }),
+            peak_buffers: peak_buffers.iter().map(PeakBufferJson::from).collect(),
+            tpu: tpu.as_ref().map(TpuJson::from),
             verdict: explanation.verdict.sentence(),
             advice: explanation
                 .advice
