@@ -109,6 +109,20 @@ pub struct FrontendEvidence {
     pub text: String,
 }
 
+impl FrontendEvidence {
+    /// `module name SyncTensorsGraph.8`, `parameters named XLA_Args`: the
+    /// clue and its text, cut for a line.
+    pub fn phrase(&self) -> String {
+        let text = shorten(&self.text);
+        match self.clue {
+            FrontendClue::ModuleName => format!("module name {text}"),
+            FrontendClue::ParameterOpName => format!("parameters named {text}"),
+            FrontendClue::OpName => format!("op names {text}..."),
+            FrontendClue::SourceFile => format!("source files under {text}"),
+        }
+    }
+}
+
 /// The front-end of a module, and what in its text said so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Frontend {
@@ -241,22 +255,25 @@ impl Frontend {
             return "unknown (nothing in the text names JAX, TensorFlow or PyTorch/XLA; advice names none of them)"
                 .to_string();
         };
-        let text = shorten(&evidence.text);
         let what = match evidence.clue {
-            FrontendClue::ModuleName => format!("the module name {text}"),
-            FrontendClue::ParameterOpName => format!("parameters named {text}"),
-            FrontendClue::OpName => format!("op names {text}..."),
-            FrontendClue::SourceFile => format!("source files under {text}"),
+            FrontendClue::ModuleName => format!("the {}", evidence.phrase()),
+            _ => evidence.phrase(),
         };
         let note = match (self.name, evidence.clue) {
             (FrontendName::PytorchXla, FrontendClue::ModuleName) => graph_number(&evidence.text)
                 .map(|n| {
-                    format!(": its graph {n}, what one torch_xla.sync() (xm.mark_step()) compiled")
+                    format!(
+                        ": its graph {n}, what one torch_xla.sync() (xm.mark_step()) or one \
+                         torch.compile graph compiled"
+                    )
                 })
                 .unwrap_or_default(),
             (FrontendName::Tensorflow, FrontendClue::ModuleName) => {
                 let short = self.name.short_name(&evidence.text);
-                if short == evidence.text {
+                if evidence.text.starts_with("cluster_") {
+                    ": a cluster of ops TensorFlow handed XLA (a TPU step, or auto-clustering)"
+                        .to_string()
+                } else if short == evidence.text {
                     String::new()
                 } else {
                     format!(": the tf.function {short}")
@@ -403,7 +420,7 @@ mod tests {
         assert_eq!(
             pt.describe(),
             "PyTorch/XLA (from the module name SyncTensorsGraph.257: its graph 257, what one \
-             torch_xla.sync() (xm.mark_step()) compiled)"
+             torch_xla.sync() (xm.mark_step()) or one torch.compile graph compiled)"
         );
         let tf = detect(&module(
             "a_inference_add_18__XlaMustCompile_true_config_proto_1_.1",
@@ -414,6 +431,13 @@ mod tests {
             tf.describe().ends_with(": the tf.function add)"),
             "{}",
             tf.describe()
+        );
+        // TensorFlow's TPU bridge (the 2020 MLPerf DLRM step in ../shared/external).
+        let cluster = detect(&module("cluster_7035002757448359829_f15n_1__.3522", "", ""));
+        assert_eq!(
+            cluster.describe(),
+            "TensorFlow (from the module name cluster_7035002757448359829_f15n_1__.352…: a cluster \
+             of ops TensorFlow handed XLA (a TPU step, or auto-clustering))"
         );
     }
 }

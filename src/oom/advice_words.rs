@@ -104,12 +104,25 @@ impl Advice {
             Advice::ReportXlaBug => "Report it to XLA with a dump of the program: the message itself says this \
                  should not happen"
                 .into(),
-            Advice::DonateArgument { parameter, argument, .. } => format!(
-                "Donate argument {parameter} (`{argument}`): jax.jit(fn, donate_argnums={parameter})"
-            ),
+            Advice::DonateArgument { parameter, argument, .. } => match f {
+                Some(Framework::Tensorflow) => format!(
+                    "Keep parameter {parameter} (`{argument}`) in a tf.Variable and update it inside the \
+                     tf.function with assign / assign_add: TensorFlow writes a result into the buffer of a resource \
+                     variable it updates, never into a tensor argument's"
+                ),
+                Some(Framework::PytorchXla) => format!(
+                    "Update parameter {parameter} (`{argument}`) in place (a.add_(b), a.copy_(new), an optimizer's \
+                     in-place step) instead of making a new tensor, or mark it for donation before the sync: \
+                     torch_xla._XLAC._set_buffer_donation(tensor, True)"
+                ),
+                _ => format!("Donate argument {parameter} (`{argument}`): jax.jit(fn, donate_argnums={parameter})"),
+            },
             Advice::DonateMatchingInput { .. } => match f {
                 Some(Framework::PytorchXla) => "Update the input that has the result's shape in place (x.copy_(...), \
                      optimizer updates on the XLA device) rather than allocating a new tensor"
+                    .into(),
+                Some(Framework::Tensorflow) => "Keep the input that has the result's shape in a tf.Variable and \
+                     assign the result to it inside the tf.function, so the result is written into its buffer"
                     .into(),
                 _ => "Donate the input that has the result's shape: jax.jit(fn, donate_argnums=0) if it is argument 0".into(),
             },
@@ -163,12 +176,20 @@ impl Advice {
                      recomputed in the backward pass instead of stored"
                     .into(),
             },
-            Advice::RematAlreadyOn { by: RematBy::User, .. } => "Your checkpointing is on: use a stricter policy \
-                 (jax.checkpoint_policies.nothing_saveable) where layers are largest, or cut the batch"
-                .into(),
-            Advice::RematAlreadyOn { by: RematBy::Xla, .. } => "Checkpoint each block yourself (jax.checkpoint around \
-                 each layer): XLA's own rematerialization already ran and could not do enough"
-                .into(),
+            Advice::RematAlreadyOn { by: RematBy::User, .. } => match f {
+                Some(Framework::PytorchXla | Framework::Tensorflow) => "Your checkpointing is on: recompute more of \
+                     the model (checkpoint the blocks you left out, or smaller ones where layers are largest), or cut \
+                     the batch"
+                    .into(),
+                _ => "Your checkpointing is on: use a stricter policy (jax.checkpoint_policies.nothing_saveable) where \
+                     layers are largest, or cut the batch"
+                    .into(),
+            },
+            Advice::RematAlreadyOn { by: RematBy::Xla, .. } => format!(
+                "Checkpoint each block yourself ({} around each layer): XLA's own rematerialization already ran and \
+                 could not do enough",
+                checkpoint_api(f)
+            ),
             Advice::ReduceTilePadding { .. } => "Reshape arrays so their last two dimensions are multiples of 8 and \
                  128 (or move a small dimension out of the last two)"
                 .into(),
@@ -177,22 +198,37 @@ impl Advice {
                     "The kernel's {space} use is vLLM's (its Pallas kernels size their blocks from your settings): \
                      report it to vLLM with the model and settings if smaller limits below do not help"
                 ),
+                _ if matches!(f, Some(Framework::PytorchXla | Framework::Tensorflow)) => format!(
+                    "Reduce the kernel's block sizes (a custom kernel's, or a chunk size your library exposes) or its \
+                     scratch buffers so its working set fits {space}"
+                ),
                 _ => format!(
                     "Reduce the kernel's block sizes (Pallas BlockSpec, or a chunk size your library exposes) or its \
                      scratch buffers so its working set fits {space}"
                 ),
             },
-            Advice::RaiseVmemLimit { size, .. } => format!(
-                "Raise the kernel's scoped VMEM limit: pltpu.CompilerParams(vmem_limit_bytes={}) on the pallas_call \
-                 (or --xla_tpu_scoped_vmem_limit_kib for all of XLA's own ops)",
-                size.map_or("N".to_string(), |s| round_up_mib(s).to_string())
-            ),
+            Advice::RaiseVmemLimit { size, .. } => match f {
+                Some(Framework::PytorchXla | Framework::Tensorflow) => format!(
+                    "Raise the scoped VMEM limit of XLA's own ops: LIBTPU_INIT_ARGS=--xla_tpu_scoped_vmem_limit_kib={} \
+                     (a custom kernel sets its own limit where it is defined)",
+                    size.map_or("N".to_string(), |s| (round_up_mib(s) / 1024).to_string())
+                ),
+                _ => format!(
+                    "Raise the kernel's scoped VMEM limit: pltpu.CompilerParams(vmem_limit_bytes={}) on the pallas_call \
+                     (or --xla_tpu_scoped_vmem_limit_kib for all of XLA's own ops)",
+                    size.map_or("N".to_string(), |s| round_up_mib(s).to_string())
+                ),
+            },
             Advice::ArgumentsTooLarge { .. } => "Make the inputs and outputs smaller: shard them across devices, \
                  pass smaller arrays, or keep large ones on the host"
                 .into(),
             Advice::HostMemory { pinned: true } => match f {
                 Some(Framework::Tensorflow) => "Pin less host memory: smaller batches in flight from the input \
                      pipeline, or a lower TF_CUDA_HOST_MEM_LIMIT_IN_MB; or run where there is more RAM"
+                    .into(),
+                Some(Framework::PytorchXla) => "Pin less host memory (fewer tensors moved to or kept on the host \
+                     at once, smaller batches in flight from the data loader) or raise XLA's cap on it \
+                     (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, 64 by default); or run where there is more RAM"
                     .into(),
                 _ => "Pin less host memory (fewer arrays with memory_kind=\"pinned_host\", less offloading) or raise \
                      XLA's cap on it (XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB, 64 by default); or run where there is more RAM"
@@ -219,10 +255,16 @@ impl Advice {
             Advice::DisableCommandBuffers => "Turn XLA's command buffers off: \
                  XLA_FLAGS=--xla_gpu_enable_command_buffer= (an empty list)"
                 .into(),
-            Advice::OtherProcesses => "Find what else holds the GPU (nvidia-smi or rocm-smi): another process, or \
-                 a second framework in this one (JAX and TensorFlow each preallocate their own pool); give each \
-                 process its share or its own GPU (CUDA_VISIBLE_DEVICES)"
-                .into(),
+            Advice::OtherProcesses => match f {
+                Some(Framework::Tensorflow | Framework::PytorchXla) => "Find what else holds the GPU (nvidia-smi or \
+                     rocm-smi): another process, or a second framework in this one (each framework a process loads \
+                     takes a pool of its own); give each process its share or its own GPU (CUDA_VISIBLE_DEVICES)"
+                    .into(),
+                _ => "Find what else holds the GPU (nvidia-smi or rocm-smi): another process, or a second framework \
+                     in this one (JAX and TensorFlow each preallocate their own pool); give each process its share or \
+                     its own GPU (CUDA_VISIBLE_DEVICES)"
+                    .into(),
+            },
             Advice::DumpTheProgram => dump_words(s),
             Advice::Shard { replicated_on } if !replicated_on.is_empty() => format!(
                 "Shard the program instead of replicating it: {} each failed holding all of it; {}",
@@ -241,9 +283,15 @@ impl Advice {
                 h(*bytes)
             ),
             Advice::ReportXlaBug => "XLA's message says it should not be possible to run out of this memory".into(),
-            Advice::DonateArgument { output, shape, .. } => format!(
-                "the output {output} ({shape}) could be written into that input's buffer, but the input is not donated"
-            ),
+            Advice::DonateArgument { output, shape, .. } => match fw(s) {
+                Some(Framework::Tensorflow | Framework::PytorchXla) => format!(
+                    "the output {output} ({shape}) could be written into that input's buffer, but the runtime did not \
+                     let XLA reuse it"
+                ),
+                _ => format!(
+                    "the output {output} ({shape}) could be written into that input's buffer, but the input is not donated"
+                ),
+            },
             Advice::DonateMatchingInput { shape, inputs, saves_bytes } => {
                 let size = saves_bytes.map_or("?".to_string(), h);
                 format!(
@@ -295,10 +343,13 @@ impl Advice {
                     _ => "if this is a training step, most of them are activations kept for the gradient",
                 };
                 let xla = if s.remat.as_ref().is_some_and(|r| r.by == RematBy::Xla) {
-                    "; XLA's own rematerialization already ran (it runs when a program is over its limit), but it is \
-                     not jax.checkpoint: it only recomputes what it can prove cheap"
+                    format!(
+                        "; XLA's own rematerialization already ran (it runs when a program is over its limit), but it \
+                         is not {}: it only recomputes what it can prove cheap",
+                        checkpoint_api(fw(s))
+                    )
                 } else {
-                    ""
+                    String::new()
                 };
                 format!(
                     "intermediate values take {} of the {}; {kept}{xla}",
@@ -310,8 +361,8 @@ impl Advice {
                 "your program already checkpoints ({evidence}); more of the same saves little"
             ),
             Advice::RematAlreadyOn { by: RematBy::Xla, evidence } => format!(
-                "{evidence} shows XLA's automatic rematerialization, which is not jax.checkpoint; no op name shows \
-                 your own"
+                "{evidence} shows XLA's automatic rematerialization, which is not {}; no op name shows your own",
+                checkpoint_api(fw(s))
             ),
             Advice::ReduceTilePadding { .. } => {
                 "TPU tiled layouts pad those dimensions; the listed allocations lose this much to padding".into()
@@ -395,7 +446,7 @@ impl Advice {
     pub fn links(&self, s: &Situation) -> Vec<&'static str> {
         let jax = fw(s).is_none_or(|f| f == Framework::Jax);
         match self {
-            Advice::DonateArgument { .. } => vec![JAX_DONATION],
+            Advice::DonateArgument { .. } if jax => vec![JAX_DONATION],
             Advice::DonateMatchingInput { .. } if jax => vec![JAX_DONATION],
             Advice::Rematerialize { .. } | Advice::RematAlreadyOn { .. } if jax => {
                 vec![JAX_CHECKPOINT]
@@ -411,7 +462,10 @@ impl Advice {
                 vec![JAX_GPU_MEMORY]
             }
             Advice::KernelBlockSizes { .. } => vec![XLA_ERROR_SCOPED_VMEM],
-            Advice::RaiseVmemLimit { .. } => vec![PALLAS_COMPILER_PARAMS, XLA_ERROR_SCOPED_VMEM],
+            Advice::RaiseVmemLimit { .. } if jax => {
+                vec![PALLAS_COMPILER_PARAMS, XLA_ERROR_SCOPED_VMEM]
+            }
+            Advice::RaiseVmemLimit { .. } => vec![XLA_ERROR_SCOPED_VMEM],
             Advice::SmallerBatch { .. } if s.placement.device == super::device::Device::Tpu => {
                 vec![XLA_ERROR_HBM]
             }
@@ -432,6 +486,15 @@ fn smaller_batch_words(s: &Situation) -> String {
                 .into()
         }
         _ => "Use a smaller batch or sequence length".into(),
+    }
+}
+
+/// The framework's own way to recompute activations in the backward pass.
+pub(super) fn checkpoint_api(f: Option<Framework>) -> &'static str {
+    match f {
+        Some(Framework::PytorchXla) => "torch_xla.utils.checkpoint.checkpoint",
+        Some(Framework::Tensorflow) => "tf.recompute_grad",
+        _ => "jax.checkpoint",
     }
 }
 

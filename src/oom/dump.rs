@@ -13,11 +13,17 @@ use crate::hlo::{InstrId, Module, Opcode, Shape};
 pub struct DumpLinks {
     pub module: String,
     pub file: String,
+    /// Which front-end made the module, from its text: what the advice's
+    /// words follow when the log names no framework, or when the module is the
+    /// message's program.
+    pub frontend: crate::frontend::Frontend,
     /// hlomem's accounting of that module (XLA's numbers, per issue 3).
     pub memory: crate::analysis::Totals,
     pub buffers: Vec<LinkedBuffer>,
     pub donation_candidates: Vec<crate::findings::DonationCandidate>,
-    /// An op name of the module that is JAX's autodiff (`transpose(`, `jvp(`).
+    /// An op name of the module that is a backward pass's: JAX's autodiff
+    /// (`transpose(`, `jvp(`), TensorFlow's `gradient_tape/`, PyTorch's
+    /// `aten__..._backward` (see [`super::situation::is_autodiff`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub training_evidence: Option<String>,
     /// An op or instruction name of the module that shows rematerialization
@@ -246,7 +252,7 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
         });
     }
     let op_names = || (0..module.instr_count()).filter_map(|i| module.op_name(InstrId(i as u32)));
-    let training_evidence = op_names().find(|o| o.contains("transpose(") || o.contains("jvp("));
+    let training_evidence = op_names().find(|o| super::situation::is_autodiff(o));
     let remat_evidence = op_names()
         .find(|o| o.contains("checkpoint") || o.contains("remat"))
         .or_else(|| {
@@ -256,9 +262,16 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
                 .find(|name| name.contains(".remat"))
                 .map(str::to_string)
         });
+    let parameter_op_names: Vec<Option<String>> = module
+        .entry()
+        .parameters
+        .iter()
+        .map(|&p| module.op_name(p))
+        .collect();
     DumpLinks {
         module: module.name.clone(),
         file: module.path().display().to_string(),
+        frontend: crate::frontend::Frontend::detect(module, &parameter_op_names),
         memory: model.totals.clone(),
         buffers,
         donation_candidates: crate::findings::donation_candidates(module, model),

@@ -97,3 +97,6 @@ pub fn explain_log(log: &Log, dump: Option<(usize, dump::DumpLinks)>) -> Vec<exp
     }
     out
 }
+
+#[cfg(test)]
+mod tests_frontends;

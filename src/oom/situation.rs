@@ -10,12 +10,13 @@ use super::context::{App, Found, Framework, LogContext, Settings};
 use super::device::Placement;
 use super::dump::DumpLinks;
 use super::model::{OomMessage, Warning};
+use crate::frontend::FrontendName;
 
 /// Whether the program computes gradients, and what says so.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Workload {
-    /// An op name with `transpose(` or `jvp(` (JAX's autodiff), or a training
+    /// An op name of a backward pass ([`is_autodiff`]), or a training
     /// function's name.
     Training {
         evidence: String,
@@ -33,7 +34,9 @@ pub enum Workload {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum RematBy {
-    /// `jax.checkpoint` (`jax.remat`, `nn.remat`): `remat` or `checkpoint` in op names.
+    /// The user's checkpointing (`jax.checkpoint`, `nn.remat`,
+    /// `tf.recompute_grad`, torch_xla's `checkpoint`): `remat` or
+    /// `checkpoint` in op names.
     User,
     /// XLA's rematerialization pass, which runs on its own when the program
     /// is over its memory limit: its warning, or `.remat` in instruction names.
@@ -44,6 +47,18 @@ pub enum RematBy {
 pub struct Remat {
     pub by: RematBy,
     pub evidence: String,
+}
+
+impl Remat {
+    /// `yours, jax.checkpoint (EVIDENCE)` or `XLA's own pass only (EVIDENCE),
+    /// not tf.recompute_grad`, in the framework's words.
+    pub fn describe(&self, framework: Option<Framework>) -> String {
+        let api = super::advice_words::checkpoint_api(framework);
+        match self.by {
+            RematBy::User => format!("yours, {api} ({})", self.evidence),
+            RematBy::Xla => format!("XLA's own pass only ({}), not {api}", self.evidence),
+        }
+    }
 }
 
 /// The same failure on several devices: each holds the whole program.
@@ -130,12 +145,13 @@ fn traced_function(op_name: &str) -> Option<&str> {
 
 impl Situation {
     pub fn infer(msg: &OomMessage, ctx: &LogContext, dump: Option<&DumpLinks>) -> Situation {
+        let framework = framework(ctx, dump);
         let dump = dump.filter(|d| d.matches());
         Situation {
             placement: Placement::locate(msg, ctx),
             workload: workload(msg, ctx, dump),
             remat: remat(msg, dump),
-            framework: ctx.framework.clone(),
+            framework,
             app: ctx.app.clone(),
             settings: ctx.settings.clone(),
             replicated: None,
@@ -165,6 +181,46 @@ impl Situation {
     }
 }
 
+/// The framework whose words the advice uses. The dump's module says which
+/// front-end made it (its name, its parameters' op names): when the module is
+/// the message's program, that is the program's own text and outranks the
+/// log's words (TensorFlow paths appear in JAX's and torch_xla's logs); a
+/// dump of another program still tells a log that names no framework which
+/// one its user runs.
+fn framework(ctx: &LogContext, dump: Option<&DumpLinks>) -> Option<Found<Framework>> {
+    let from_dump = dump.and_then(|d| {
+        let value = match d.frontend.name {
+            FrontendName::Jax => Framework::Jax,
+            FrontendName::Tensorflow => Framework::Tensorflow,
+            FrontendName::PytorchXla => Framework::PytorchXla,
+            FrontendName::Unknown => return None,
+        };
+        let evidence = d.frontend.evidence.as_ref()?;
+        Some((
+            d.matches(),
+            Found {
+                value,
+                evidence: format!("the dump's {}", evidence.phrase()),
+            },
+        ))
+    });
+    match (from_dump, &ctx.framework) {
+        (Some((true, f)), _) | (Some((false, f)), None) => Some(f),
+        (_, log) => log.clone(),
+    }
+}
+
+/// Whether an op name is a backward pass's: JAX's autodiff (`transpose(`,
+/// `jvp(`), TensorFlow's `GradientTape` (`gradient_tape/`), or PyTorch's
+/// autograd (`aten__nll_loss_backward`, `aten___log_softmax_backward_data`,
+/// with `XLA_HLO_DEBUG=1`).
+pub fn is_autodiff(op_name: &str) -> bool {
+    use crate::usage::scope::{phase, Phase};
+    op_name.contains("jvp(")
+        || phase(op_name) == Phase::Backward
+        || (op_name.starts_with("aten__") && op_name.contains("_backward"))
+}
+
 fn workload(msg: &OomMessage, ctx: &LogContext, dump: Option<&DumpLinks>) -> Workload {
     let names: Vec<&str> = msg
         .peak_buffers
@@ -174,7 +230,7 @@ fn workload(msg: &OomMessage, ctx: &LogContext, dump: Option<&DumpLinks>) -> Wor
         .collect();
     if let Some(evidence) = names
         .iter()
-        .find(|n| n.contains("transpose(") || n.contains("jvp("))
+        .find(|n| is_autodiff(n))
         .map(|n| n.to_string())
         .or_else(|| dump.and_then(|d| d.training_evidence.clone()))
     {

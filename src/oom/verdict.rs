@@ -331,7 +331,7 @@ impl Verdict {
                 ),
             },
             Verdict::CommandBuffer { .. } => "the GPU driver had no memory left to instantiate an XLA command \
-                 buffer (a CUDA or HIP graph); graphs take memory outside JAX's pool"
+                 buffer (a CUDA or HIP graph); graphs take memory outside the pool XLA allocates from"
                 .into(),
             Verdict::AllocatorRetried { requested } => format!(
                 "a warning, not the error: the allocator could not get {} at once and went on",

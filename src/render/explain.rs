@@ -341,7 +341,7 @@ fn capitalize(text: &str) -> String {
 /// Where the memory is, what the program is doing, and what the log shows
 /// of the framework and settings, each with what says so.
 fn situation_lines(e: &crate::oom::explain::Explanation) -> Vec<String> {
-    use crate::oom::situation::{RematBy, Workload};
+    use crate::oom::situation::Workload;
     let s = &e.situation;
     let mut out = vec![match s.placement.device {
         crate::oom::device::Device::Unknown => format!(
@@ -377,13 +377,7 @@ fn situation_lines(e: &crate::oom::explain::Explanation) -> Vec<String> {
         out.push(format!("Setting: unified memory ({u})"));
     }
     if let Some(r) = &s.remat {
-        out.push(match r.by {
-            RematBy::User => format!("Rematerialization: yours, jax.checkpoint ({})", r.evidence),
-            RematBy::Xla => format!(
-                "Rematerialization: XLA's own pass only ({}), not jax.checkpoint",
-                r.evidence
-            ),
-        });
+        out.push(format!("Rematerialization: {}", r.describe(s.framework())));
     }
     if let Some(r) = &s.replicated {
         out.push(format!(
