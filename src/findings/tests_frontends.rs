@@ -1,7 +1,8 @@
 //! Each finding's words on small hand-written TensorFlow, PyTorch/XLA and
 //! unknown modules (named and written as those front-ends write them): the
 //! fix in that front-end's terms, no JAX API, nothing to set where the
-//! runtime chose the aliasing. The real dumps are in `tests/frontends/`.
+//! runtime chose the aliasing. Real dumps of both are the samples
+//! `samples/tf_*` and `samples/pt_*`.
 
 use super::*;
 
@@ -42,7 +43,7 @@ const TF_NAME: &str = "a_inference_step_18__XlaMustCompile_true_config_proto_1_e
 const TF_OPS_PY: &str =
     "source_file=\"/v/lib/python3.11/site-packages/tensorflow/python/framework/ops.py\" source_line=1221";
 
-/// `tf.function(jit_compile=True)` of `a + b` (tests/frontends/tf_add, smaller).
+/// `tf.function(jit_compile=True)` of `a + b` (samples/tf_add, smaller).
 fn tf_add() -> String {
     format!(
         "HloModule {TF_NAME}, is_scheduled=true\n\n\
@@ -54,7 +55,7 @@ fn tf_add() -> String {
 }
 
 /// torch_xla's `c = a + b`: XLA's CPU backend wraps the add in a `call`,
-/// and the result is a 1-tuple (tests/frontends/pt_add, smaller).
+/// and the result is a 1-tuple (samples/pt_add, smaller).
 const PT_ADD: &str = "HloModule SyncTensorsGraph.8, is_scheduled=true\n\n\
     %parallel_add.6 (p: f32[1024], p.1: f32[1024]) -> f32[1024] {\n  \
     %p = f32[1024]{0} parameter(0)\n  %p.1 = f32[1024]{0} parameter(1)\n  \
