@@ -20,7 +20,7 @@ use super::heap::{self, HeapResult};
 use super::interference::{Buckets, Interference, Mask, Occupancy, Screen};
 use super::liveness::LiveRange;
 use super::schedule::Schedule;
-use crate::chip::Target;
+use crate::chip::{FallbackLimit, Target};
 use crate::hlo::{IoAlias, Module, Opcode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,8 @@ pub struct Assignment {
     pub heap: HeapResult,
     /// Buffers packed by the heap simulator.
     pub heap_buffers: Vec<BufferId>,
+    /// Which packing the heap kept.
+    pub packing: Packing,
 }
 
 pub fn assign(
@@ -295,7 +297,7 @@ pub fn assign(
     let mut colors: Vec<u64> = delayed.iter().map(|b| color_of[b.index()]).collect();
     colors.sort_unstable();
     colors.dedup();
-    let mut heap = HeapResult::default();
+    let mut packed_by_color: Vec<(u64, HeapResult)> = Vec::with_capacity(colors.len());
     for color in colors {
         let in_color: Vec<BufferId> = delayed
             .iter()
@@ -319,7 +321,7 @@ pub fn assign(
             Some(preset) => *preset = block,
             None => allocations.push(block),
         }
-        heap.absorb(packed);
+        packed_by_color.push((color, packed));
     }
     for b in thread_local {
         let size = dataflow.buffers[b.index()].size;
@@ -332,7 +334,11 @@ pub fn assign(
             false,
         );
     }
-    combine_temp_allocations(&mut allocations, target);
+    let (allocations, packing) = choose_packing(allocations, &mut packed_by_color, target);
+    let mut heap = HeapResult::default();
+    for (_, packed) in packed_by_color {
+        heap.absorb(packed);
+    }
     let mut allocation_of = vec![None; dataflow.buffers.len()];
     for (i, a) in allocations.iter().enumerate() {
         for b in &a.buffers {
@@ -345,7 +351,90 @@ pub fn assign(
         live_out,
         heap,
         heap_buffers: delayed,
+        packing,
     }
+}
+
+/// Which packing a memory space's temporary block got (`Packing::Primary`
+/// off TPU HBM, where there is one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Packing {
+    /// The target's first packing.
+    Primary,
+    /// The fallback, because the space's total passed the target's limit.
+    Fallback,
+    /// The two differ and the limit is not known (the chip is not named and
+    /// the total lies between the chips' limits): the primary is shown.
+    Undecided,
+}
+
+/// Combines the temporary blocks (`CombineTempAllocations`), then does what
+/// `BufferAssigner::RunAssignBuffersWithFallback` does: where a memory space's
+/// total passes the target's limit, its heap is packed again with XLA's
+/// default algorithm and the temporaries combined again.
+fn choose_packing(
+    allocations: Vec<Allocation>,
+    packed_by_color: &mut [(u64, HeapResult)],
+    target: &Target,
+) -> (Vec<Allocation>, Packing) {
+    if packed_by_color.iter().all(|(_, p)| p.fallback.is_none()) {
+        let mut allocations = allocations;
+        combine_temp_allocations(&mut allocations, target);
+        return (allocations, Packing::Primary);
+    }
+    let mut combined = allocations.clone();
+    combine_temp_allocations(&mut combined, target);
+    let mut packing = Packing::Primary;
+    for (color, packed) in packed_by_color.iter_mut() {
+        let color = *color;
+        let Some(fallback) = packed.fallback.take() else {
+            continue;
+        };
+        let total = space_total(&combined, color, target.heap_alignment(color));
+        let use_fallback = match target.fallback_limit(color) {
+            FallbackLimit::None => false,
+            FallbackLimit::Between(low, high) => {
+                if total <= low {
+                    false
+                } else if total > high {
+                    true
+                } else {
+                    packing = Packing::Undecided;
+                    false
+                }
+            }
+        };
+        if use_fallback {
+            packing = Packing::Fallback;
+            let mut again = allocations.clone();
+            for a in again
+                .iter_mut()
+                .filter(|a| a.kind == AllocationKind::Temp && a.color == color)
+            {
+                a.size = fallback.heap_size;
+            }
+            combine_temp_allocations(&mut again, target);
+            combined = again;
+            *packed = HeapResult {
+                order_sizes: None,
+                ..*fallback
+            };
+        }
+    }
+    (combined, packing)
+}
+
+/// A memory space's total as the fallback check adds it: each allocation's
+/// size, the temporary block at the next aligned offset.
+fn space_total(allocations: &[Allocation], color: u64, alignment: u64) -> u64 {
+    let mut total = 0u64;
+    for a in allocations.iter().filter(|a| a.color == color) {
+        if a.kind == AllocationKind::Temp && alignment > 1 {
+            total = total.div_ceil(alignment).saturating_mul(alignment);
+        }
+        total = total.saturating_add(a.size);
+    }
+    total
 }
 
 /// A new allocation holding buffer `b`; tuple tables never take other buffers,

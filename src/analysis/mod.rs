@@ -16,7 +16,7 @@ pub mod sharing;
 pub mod verify;
 pub mod whatif;
 
-use self::assign::{AllocationKind, Assignment};
+use self::assign::{AllocationKind, Assignment, Packing};
 // Fx, not SipHash: keys are ids, and these maps are on the hot path.
 use rustc_hash::FxHashMap as HashMap;
 
@@ -80,8 +80,11 @@ pub enum DeviceEstimate {
     /// A TPU module whose chip nobody named holds a tuple table in HBM:
     /// 512 bytes on v4 and v5e, 32 on v5p and v6e; sized as on v5e.
     ChipAssumed,
-    /// The HBM heap's size depends on the order libtpu packs it in, which
-    /// the text does not say: each order's size, the first reported.
+    /// The HBM heap's size depends on the order libtpu packs it in: start
+    /// order, or (when HBM's total passes the chip's limit less 2.5 GiB) the
+    /// smaller of biggest-first and longest-first; the chip is not named and
+    /// the total lies between the chips' limits. Each order's size, the
+    /// first reported.
     PackingOrder(heap::OrderSizes),
 }
 
@@ -94,7 +97,8 @@ impl DeviceEstimate {
                 "the TPU chip is assumed (tuple tables differ by chip; --tpu sets it)".into()
             }
             DeviceEstimate::PackingOrder(s) => format!(
-                "libtpu's packing order decides, and the text does not say which it keeps: \
+                "libtpu packs HBM again, biggest- or longest-first, when its total passes \
+                 the chip's limit less 2.5 GiB, and the chip is not named (--tpu names it): \
                  its temporaries take {} packed in definition order (shown), {} biggest-first, \
                  {} longest-first",
                 human_bytes(s.definition),
@@ -174,7 +178,7 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
         // and the text does not name the chip: device memory is v5e's guess.
         totals.device_estimates.push(DeviceEstimate::ChipAssumed);
     }
-    if let Some(sizes) = assignment.heap.order_sizes {
+    if let (Some(sizes), Packing::Undecided) = (assignment.heap.order_sizes, assignment.packing) {
         totals
             .device_estimates
             .push(DeviceEstimate::PackingOrder(sizes));

@@ -105,6 +105,18 @@ pub enum HeapOrder {
     StartTime,
 }
 
+/// Where a memory space's total makes the buffer assignment pack it again with
+/// XLA's default algorithm (`RunAssignBuffersWithFallback`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FallbackLimit {
+    /// The space has no limit: its first packing stays.
+    None,
+    /// A total at most `.0` keeps the first packing, one above `.1` falls
+    /// back, one between is not decided (the limit is known to a range, or
+    /// depends on the TPU chip the text does not name).
+    Between(u64, u64),
+}
+
 /// XLA:CPU aligns temporaries to 64 bytes (`EIGEN_MAX_ALIGN_BYTES` of jaxlib's build).
 const CPU_ALIGNMENT: u64 = 64;
 /// XLA:GPU aligns every allocation to 256 bytes (`kXlaAllocatedBufferAlignBytes`).
@@ -225,8 +237,12 @@ impl Target {
         }
     }
 
-    /// How a memory space's temporaries are packed. libtpu packs HBM best
-    /// fit in the order the values are first defined. Evidence: hlomem's HBM
+    /// How a memory space's temporaries are packed first. libtpu packs HBM
+    /// best fit in the order the values are first defined (its buffer
+    /// assignment runs `FAST_MERGE_WITH_FALLBACK`: `FAST_MERGE` for spaces with
+    /// a memory limit, XLA's default for the others), and packs it again with
+    /// XLA's default when HBM's total is too large ([`Target::fallback_limit`]).
+    /// Evidence for the first packing: hlomem's HBM
     /// groups re-packed in each order and every value's offset compared with
     /// XLA's `-buffer-assignment.txt`, on the 65 TPU modules with an HBM heap
     /// (`../shared/accelerators`, the holdout's v4/v5e/v5p/v6e, and 16 new
@@ -240,6 +256,24 @@ impl Target {
         match (self.backend, color) {
             (Backend::Tpu, 0) => HeapOrder::StartTime,
             _ => HeapOrder::BestOfSizeAndTime,
+        }
+    }
+
+    /// Above which total a memory space is packed again with XLA's default
+    /// algorithm (biggest-first and longest-first, the smaller kept): libtpu's
+    /// HBM (color 0) is packed in start order first (`FAST_MERGE_WITH_FALLBACK`)
+    /// and again when its total passes the chip's limit. Off TPU HBM there is
+    /// no first packing to fall back from.
+    pub fn fallback_limit(&self, color: u64) -> FallbackLimit {
+        match (self.backend, color) {
+            (Backend::Tpu, 0) => {
+                let (low, high) = match self.tpu_version {
+                    Some(chip) if !self.chip_assumed() => tpu::fallback_limit(chip),
+                    _ => tpu::fallback_limit_range(),
+                };
+                FallbackLimit::Between(low, high)
+            }
+            _ => FallbackLimit::None,
         }
     }
 

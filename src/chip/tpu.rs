@@ -216,6 +216,54 @@ pub fn heap_alignment(color: u64) -> u64 {
     }
 }
 
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+/// What `RunAssignBuffersWithFallback` keeps clear of the memory limit.
+const FALLBACK_MARGIN: u64 = 5 << 29;
+/// Room on each side of a chip's threshold for what hlomem's total may leave
+/// out of the one libtpu compares (its code is closed; the open XLA sums
+/// every allocation of the space): totals this close are not decided.
+const FALLBACK_ALLOWANCE: u64 = 64 * MIB;
+
+/// The HBM totals around which libtpu starts packing HBM again with XLA's
+/// default algorithm: its memory limit less 2.5 GiB (`kTwoPointFiveGiB`), as
+/// a range. A total at most the low end keeps start order, one above the
+/// high end falls back, one between is not decided. The low end is libtpu's
+/// "available HBM" (its refusals print it rounded to 0.01 GiB) less 2.5 GiB.
+/// On v5e, compiles of one program padded to HBM totals on both sides put the
+/// threshold above 13.25 GiB + 80 KiB and at most 13.26 GiB, which is 15.75
+/// GiB less 2.5. On v6e the same program kept start order at 28.79 GiB, above
+/// 31.25 GiB less 2.5: where its fallback starts is not known, nor on v5p and
+/// v4, which were not measured.
+pub fn fallback_limit(version: TpuVersion) -> (u64, u64) {
+    let (low, high) = match version {
+        TpuVersion::V5e => (1575 * GIB / 100, Some(1576 * GIB / 100)),
+        TpuVersion::V6e => (3124 * GIB / 100, None),
+        TpuVersion::V5p => (9573 * GIB / 100, None),
+        // One TensorCore's.
+        TpuVersion::V4 => (1524 * GIB / 100, None),
+    };
+    (
+        low - FALLBACK_MARGIN - FALLBACK_ALLOWANCE,
+        high.map_or(u64::MAX, |h| h - FALLBACK_MARGIN + FALLBACK_ALLOWANCE),
+    )
+}
+
+/// [`fallback_limit`] over every chip: where the chip is not known.
+pub fn fallback_limit_range() -> (u64, u64) {
+    let all = [
+        TpuVersion::V4,
+        TpuVersion::V5e,
+        TpuVersion::V5p,
+        TpuVersion::V6e,
+    ]
+    .map(fallback_limit);
+    (
+        all.iter().map(|l| l.0).min().unwrap_or(0),
+        all.iter().map(|l| l.1).max().unwrap_or(0),
+    )
+}
+
 /// Memory spaces as XLA's TPU memory-usage report names them.
 pub fn space_name(color: u64) -> String {
     match color {

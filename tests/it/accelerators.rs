@@ -318,3 +318,68 @@ fn corpus_external_tpu_memory_spaces_equal_xla() {
         checked.0, checked.1
     );
 }
+
+/// `tests/tpu_fallback/module.txt` with its unused pad parameter given `rows`
+/// rows, analyzed alone for v5e: HBM's bytes, whether exact, and the bytes
+/// of each packing order when they are an estimate.
+fn fallback_module_hbm(rows: u64) -> (u64, bool, Option<(u64, u64)>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tpu_fallback/module.txt");
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = text.replace("27369248", &rows.to_string());
+    let dir = std::env::temp_dir().join(format!("hlomem-fallback-{}-{rows}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lone = dir.join("module.txt");
+    std::fs::write(&lone, text).unwrap();
+    let options = hlomem::AnalyzeOptions {
+        tpu_version: Some(TpuVersion::V5e),
+        ..Default::default()
+    };
+    let report = hlomem::analyze_paths(std::slice::from_ref(&lone), options);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let memory = &report.modules[0].memory;
+    let hbm = memory.by_space.iter().find(|s| s.color == 0).unwrap();
+    let range = memory.device_estimates.iter().find_map(|e| match e {
+        hlomem::analysis::DeviceEstimate::PackingOrder(o) => {
+            let rest = hbm.bytes - o.definition;
+            let sizes = [o.definition, o.biggest_first, o.longest_first];
+            Some((
+                rest + sizes.iter().min().unwrap(),
+                rest + sizes.iter().max().unwrap(),
+            ))
+        }
+        _ => None,
+    });
+    (hbm.bytes, hbm.exact, range)
+}
+
+/// libtpu packs HBM again biggest- and longest-first when its total passes
+/// the chip's limit less 2.5 GiB (`RunAssignBuffersWithFallback`): 13.4 GiB
+/// on v5e is past it, and hlomem's HBM is XLA's, exact.
+#[test]
+fn tpu_hbm_fallback_past_the_limit_is_exact() {
+    let (bytes, exact, range) = fallback_module_hbm(27662848);
+    assert_eq!((bytes, exact, range), (14_379_405_312, true, None));
+}
+
+/// Totals within the range where v5e's threshold is known to lie (or near
+/// it) are not decided: HBM is an estimate, and XLA's figure (start order
+/// below the threshold, the fallback above it) lies between the orders.
+#[test]
+fn tpu_hbm_fallback_near_the_limit_is_an_estimate() {
+    for (rows, xla) in [
+        (27327304, 14_216_339_456),
+        (27348280, 14_227_079_168),
+        (27348288, 14_227_083_264),
+        (27348440, 14_227_161_088),
+        (27369248, 14_229_082_112),
+    ] {
+        let (_, exact, range) = fallback_module_hbm(rows);
+        assert!(!exact, "{rows} rows: HBM said to be exact");
+        let (low, high) = range.expect("the packing orders' sizes");
+        assert!(
+            (low..=high).contains(&xla),
+            "{rows} rows: XLA's {xla} outside {low}..={high}"
+        );
+    }
+}

@@ -8,7 +8,9 @@
 //! 2. Pack the groups (a value plus the values that shared its chunk) best-fit,
 //!    once biggest-first ("spatial") and once longest-first ("temporal"), and
 //!    keep the smaller heap; or, where the target says so (TPU HBM, see
-//!    [`Target::heap_order`]), once in the order the groups start.
+//!    [`Target::heap_order`]), once in the order the groups start, with the
+//!    smaller of the other two kept aside as XLA's fallback (the buffer
+//!    assignment decides which it keeps, from the whole space's total).
 
 // Fx, not SipHash: keys are ids, and these maps are on the hot path.
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -37,11 +39,15 @@ pub struct HeapResult {
     pub chunks: Vec<(ValueId, Chunk)>,
     /// The most bytes live at once without fragmentation (`NoFragmentationStatsHeap`).
     pub peak_live: u64,
-    /// When the packing order is the one libtpu was seen to use and the
-    /// other orders XLA knows give other sizes: each order's heap size. libtpu
-    /// has been seen to keep each of the three, so the size is then hlomem's
-    /// estimate, not XLA's number.
+    /// When the heap was packed in start order and the other orders XLA knows
+    /// give other sizes: each order's heap size.
     pub order_sizes: Option<OrderSizes>,
+    /// The same heap packed as XLA's fallback algorithm packs it (best fit
+    /// biggest-first and longest-first, the smaller kept), when it was packed
+    /// in start order and the fallback differs: libtpu's buffer assignment
+    /// keeps it instead when the memory space's total passes its limit
+    /// (`BufferAssigner::RunAssignBuffersWithFallback`).
+    pub fallback: Option<Box<HeapResult>>,
 }
 
 /// The heap size of one memory space packed in each order XLA's heaps use.
@@ -57,6 +63,7 @@ pub struct OrderSizes {
 
 impl HeapResult {
     /// Adds another memory space's packing: chunks stay sorted by value.
+    /// A fallback must have been decided on before (it is dropped).
     pub fn absorb(&mut self, other: HeapResult) {
         self.heap_size = self.heap_size.max(other.heap_size);
         self.order_sizes = self.order_sizes.or(other.order_sizes);
@@ -215,68 +222,83 @@ pub fn simulate(
         })
         .collect();
 
-    let mut order_sizes = None;
-    let (heap_size, offsets) = match target.heap_order(color) {
+    let chunks_of = |offsets: &[u64]| {
+        let mut chunks = Vec::with_capacity(values.len());
+        for (g, group) in groups.iter().enumerate() {
+            for &m in &group.members {
+                chunks.push((
+                    m,
+                    Chunk {
+                        offset: offsets[g],
+                        size: dataflow.values[m.index()].size,
+                    },
+                ));
+            }
+        }
+        chunks.extend(
+            zero_sized
+                .iter()
+                .map(|&v| (v, Chunk { offset: 0, size: 0 })),
+        );
+        chunks.sort_by_key(|(v, _)| *v);
+        chunks
+    };
+    // XLA's default (`ChooseBestHeapAlgorithm`): both orders, the smaller heap
+    // kept, biggest-first on a tie. They are independent.
+    let best_of_size_and_time = || {
+        let (spatial, temporal) = rayon::join(
+            || pack(&groups, alignment, Order::Spatial),
+            || pack(&groups, alignment, Order::Temporal),
+        );
+        let sizes = (spatial.0, temporal.0);
+        let best = if temporal.0 < spatial.0 {
+            temporal
+        } else {
+            spatial
+        };
+        (best, sizes)
+    };
+    match target.heap_order(color) {
         HeapOrder::StartTime => {
-            // libtpu's HBM heap kept definition order on 65 of 65 modules
-            // once, but biggest-first on a transformer step whose 8 GB
-            // rematerialized values it could stack, and longest-first on
-            // another: when the orders disagree, which one it keeps is not
-            // known, and the size is said to be an estimate.
-            let (start, (spatial, temporal)) = rayon::join(
+            // libtpu packs HBM in start order first (`FAST_MERGE`), and again
+            // with XLA's default when the space's total passes its limit;
+            // both packings are made here, the assignment picks.
+            let (start, (best, (spatial, temporal))) = rayon::join(
                 || pack(&groups, alignment, Order::Start),
-                || {
-                    rayon::join(
-                        || pack(&groups, alignment, Order::Spatial).0,
-                        || pack(&groups, alignment, Order::Temporal).0,
-                    )
-                },
+                best_of_size_and_time,
             );
-            if spatial != start.0 || temporal != start.0 {
-                order_sizes = Some(OrderSizes {
+            let differ = spatial != start.0 || temporal != start.0;
+            let fallback = differ.then(|| {
+                Box::new(HeapResult {
+                    heap_size: best.0,
+                    chunks: chunks_of(&best.1),
+                    peak_live,
+                    order_sizes: None,
+                    fallback: None,
+                })
+            });
+            HeapResult {
+                heap_size: start.0,
+                chunks: chunks_of(&start.1),
+                peak_live,
+                order_sizes: differ.then_some(OrderSizes {
                     definition: start.0,
                     biggest_first: spatial,
                     longest_first: temporal,
-                });
+                }),
+                fallback,
             }
-            start
         }
         HeapOrder::BestOfSizeAndTime => {
-            // XLA tries both orders and keeps the smaller heap; they are independent.
-            let (spatial, temporal) = rayon::join(
-                || pack(&groups, alignment, Order::Spatial),
-                || pack(&groups, alignment, Order::Temporal),
-            );
-            if temporal.0 < spatial.0 {
-                temporal
-            } else {
-                spatial
+            let ((heap_size, offsets), _) = best_of_size_and_time();
+            HeapResult {
+                heap_size,
+                chunks: chunks_of(&offsets),
+                peak_live,
+                order_sizes: None,
+                fallback: None,
             }
         }
-    };
-    let mut chunks = Vec::with_capacity(values.len());
-    for (g, group) in groups.iter().enumerate() {
-        for &m in &group.members {
-            chunks.push((
-                m,
-                Chunk {
-                    offset: offsets[g],
-                    size: dataflow.values[m.index()].size,
-                },
-            ));
-        }
-    }
-    chunks.extend(
-        zero_sized
-            .into_iter()
-            .map(|v| (v, Chunk { offset: 0, size: 0 })),
-    );
-    chunks.sort_by_key(|(v, _)| *v);
-    HeapResult {
-        heap_size,
-        chunks,
-        peak_live,
-        order_sizes,
     }
 }
 
