@@ -82,9 +82,9 @@ pub enum DeviceEstimate {
     ChipAssumed,
     /// The HBM heap's size depends on the order libtpu packs it in: start
     /// order, or (when HBM's total passes the chip's limit less 2.5 GiB) the
-    /// smaller of biggest-first and longest-first; the chip is not named and
-    /// the total lies between the chips' limits. Each order's size, the
-    /// first reported.
+    /// smaller of biggest-first and longest-first, and the total is too near
+    /// where that limit may be (or the chip is not named). Each order's size,
+    /// the first reported.
     PackingOrder(heap::OrderSizes),
 }
 
@@ -98,9 +98,9 @@ impl DeviceEstimate {
             }
             DeviceEstimate::PackingOrder(s) => format!(
                 "libtpu packs HBM again, biggest- or longest-first, when its total passes \
-                 the chip's limit less 2.5 GiB, and the chip is not named (--tpu names it): \
-                 its temporaries take {} packed in definition order (shown), {} biggest-first, \
-                 {} longest-first",
+                 the chip's limit less 2.5 GiB, and this total is too near where that may be \
+                 (or the chip is not named: --tpu names it) to tell: its temporaries take {} \
+                 packed in definition order (shown), {} biggest-first, {} longest-first",
                 human_bytes(s.definition),
                 human_bytes(s.biggest_first),
                 human_bytes(s.longest_first)
