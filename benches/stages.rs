@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use hlomem::analysis::schedule::Schedule;
 use hlomem::analysis::{self, assign, dataflow::Dataflow, graph::ModuleGraph, liveness};
+use hlomem::hlo::Module;
 use hlomem::render::{render, AnalyzeFormat as Format, RenderOptions};
 
 const MODULE: &str = "module_0000.jit_train_step.cpu_after_optimizations.txt";
@@ -56,87 +57,94 @@ fn inputs() -> Vec<(String, PathBuf)> {
 fn stages(c: &mut Criterion) {
     for (name, path) in inputs() {
         let text = std::fs::read_to_string(&path).expect("readable");
-        let bytes = text.len() as u64;
         let module = hlomem::parse_text_on_demand(&path, text.clone()).expect("parses");
-        let aliases = &module.header.input_output_alias;
-        let target = hlomem::chip::Target::detect(&module);
-        let graph = ModuleGraph::build(&module);
-        let schedule = Schedule::build(&module, &graph);
-        let dataflow = Dataflow::build(&module, &graph, aliases, &target);
-        let ranges = liveness::live_ranges(&module, aliases, &dataflow, &schedule, &target);
-        let model = analysis::analyze(&module, &target);
-        let report = hlomem::Report {
-            modules: vec![hlomem::pipeline::report_module(&module, &model)],
-            errors: Vec::new(),
-        };
-
-        let mut group = c.benchmark_group(format!("stages/{name}"));
-        group.sample_size(10);
-        group.throughput(Throughput::Bytes(bytes));
-        // As `analyze` parses: fusion bodies when read (the stages below then
-        // find the bodies they read parsed already).
-        group.bench_function(BenchmarkId::from_parameter("parse"), |b| {
-            b.iter(|| hlomem::parse_text_on_demand(&path, text.clone()).expect("parses"))
-        });
-        // Every line, as `--strict` and `load_module` parse.
-        group.bench_function(BenchmarkId::from_parameter("parse-strict"), |b| {
-            b.iter(|| hlomem::parse_text(&path, text.clone()).expect("parses"))
-        });
-        // Parse, accounting, findings and report from the text: the cold path.
-        group.bench_function(BenchmarkId::from_parameter("end-to-end"), |b| {
-            b.iter(|| {
-                let module = hlomem::parse_text_on_demand(&path, text.clone()).expect("parses");
-                let model = analysis::analyze(&module, &hlomem::chip::Target::detect(&module));
-                hlomem::pipeline::report_module(&module, &model)
-            })
-        });
-        group.bench_function(BenchmarkId::from_parameter("graph+dataflow"), |b| {
-            b.iter(|| {
-                let graph = ModuleGraph::build(&module);
-                let schedule = Schedule::build(&module, &graph);
-                (Dataflow::build(&module, &graph, aliases, &target), schedule)
-            })
-        });
-        group.bench_function(BenchmarkId::from_parameter("live-ranges"), |b| {
-            b.iter(|| liveness::live_ranges(&module, aliases, &dataflow, &schedule, &target))
-        });
-        group.bench_function(BenchmarkId::from_parameter("assignment+heap"), |b| {
-            b.iter(|| {
-                assign::assign(
-                    &module, aliases, &graph, &dataflow, &ranges, &schedule, &target,
-                )
-            })
-        });
-        group.bench_function(BenchmarkId::from_parameter("whole-accounting"), |b| {
-            b.iter(|| analysis::analyze(&module, &target))
-        });
-        group.bench_function(BenchmarkId::from_parameter("findings"), |b| {
-            b.iter(|| {
-                hlomem::findings::run(&module, &model, &hlomem::usage::peak_usage(&module, &model))
-            })
-        });
-        group.bench_function(BenchmarkId::from_parameter("report+json"), |b| {
-            b.iter(|| {
-                let report = hlomem::Report {
-                    modules: vec![hlomem::pipeline::report_module(&module, &model)],
-                    errors: Vec::new(),
-                };
-                let mut out = Vec::with_capacity(1 << 20);
-                render(&report, Format::Json, RenderOptions::default(), &mut out)
-                    .expect("in memory");
-                out
-            })
-        });
-        group.bench_function(BenchmarkId::from_parameter("json-only"), |b| {
-            b.iter(|| {
-                let mut out = Vec::with_capacity(1 << 20);
-                render(&report, Format::Json, RenderOptions::default(), &mut out)
-                    .expect("in memory");
-                out
-            })
-        });
-        group.finish();
+        module
+            .read(|module| stages_of(c, &name, &path, &text, module))
+            .expect("the bodies read parse");
     }
+}
+
+/// Each stage on one module (`module`, read already).
+fn stages_of(c: &mut Criterion, name: &str, path: &Path, text: &str, module: &Module) {
+    let bytes = text.len() as u64;
+    let aliases = &module.header.input_output_alias;
+    let target = hlomem::chip::Target::detect(module);
+    let graph = ModuleGraph::build(module);
+    let schedule = Schedule::build(module, &graph);
+    let dataflow = Dataflow::build(module, &graph, aliases, &target);
+    let ranges = liveness::live_ranges(module, aliases, &dataflow, &schedule, &target);
+    let model = analysis::analyze(module, &target);
+    let report = hlomem::Report {
+        modules: vec![hlomem::pipeline::report_module(module, &model)],
+        errors: Vec::new(),
+    };
+
+    let mut group = c.benchmark_group(format!("stages/{name}"));
+    group.sample_size(10);
+    group.throughput(Throughput::Bytes(bytes));
+    // As `analyze` parses: fusion bodies when read (the stages below then
+    // find the bodies they read parsed already).
+    group.bench_function(BenchmarkId::from_parameter("parse"), |b| {
+        b.iter(|| hlomem::parse_text_on_demand(path, text).expect("parses"))
+    });
+    // Every line, as `--strict` and `load_module` parse.
+    group.bench_function(BenchmarkId::from_parameter("parse-strict"), |b| {
+        b.iter(|| hlomem::parse_text(path, text).expect("parses"))
+    });
+    // Parse, accounting, findings and report from the text: the cold path.
+    group.bench_function(BenchmarkId::from_parameter("end-to-end"), |b| {
+        b.iter(|| {
+            let module = hlomem::parse_text_on_demand(path, text).expect("parses");
+            module
+                .read(|module| {
+                    let model = analysis::analyze(module, &hlomem::chip::Target::detect(module));
+                    hlomem::pipeline::report_module(module, &model)
+                })
+                .expect("the bodies read parse")
+        })
+    });
+    group.bench_function(BenchmarkId::from_parameter("graph+dataflow"), |b| {
+        b.iter(|| {
+            let graph = ModuleGraph::build(module);
+            let schedule = Schedule::build(module, &graph);
+            (Dataflow::build(module, &graph, aliases, &target), schedule)
+        })
+    });
+    group.bench_function(BenchmarkId::from_parameter("live-ranges"), |b| {
+        b.iter(|| liveness::live_ranges(module, aliases, &dataflow, &schedule, &target))
+    });
+    group.bench_function(BenchmarkId::from_parameter("assignment+heap"), |b| {
+        b.iter(|| {
+            assign::assign(
+                module, aliases, &graph, &dataflow, &ranges, &schedule, &target,
+            )
+        })
+    });
+    group.bench_function(BenchmarkId::from_parameter("whole-accounting"), |b| {
+        b.iter(|| analysis::analyze(module, &target))
+    });
+    group.bench_function(BenchmarkId::from_parameter("findings"), |b| {
+        b.iter(|| hlomem::findings::run(module, &model, &hlomem::usage::peak_usage(module, &model)))
+    });
+    group.bench_function(BenchmarkId::from_parameter("report+json"), |b| {
+        b.iter(|| {
+            let report = hlomem::Report {
+                modules: vec![hlomem::pipeline::report_module(module, &model)],
+                errors: Vec::new(),
+            };
+            let mut out = Vec::with_capacity(1 << 20);
+            render(&report, Format::Json, RenderOptions::default(), &mut out).expect("in memory");
+            out
+        })
+    });
+    group.bench_function(BenchmarkId::from_parameter("json-only"), |b| {
+        b.iter(|| {
+            let mut out = Vec::with_capacity(1 << 20);
+            render(&report, Format::Json, RenderOptions::default(), &mut out).expect("in memory");
+            out
+        })
+    });
+    group.finish();
 }
 
 criterion_group!(benches, stages);

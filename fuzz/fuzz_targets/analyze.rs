@@ -10,13 +10,14 @@ fuzz_target!(|data: &[u8]| {
     let Ok(module) = hlomem::parse_text_on_demand("fuzz_cpu_after_optimizations.txt", text) else {
         return;
     };
-    let target = hlomem::chip::Target::detect(&module);
-    let model = hlomem::analysis::analyze(&module, &target);
-    let summary = hlomem::pipeline::report_module(&module, &model);
-    // A body read on demand may have been broken: the pipeline refuses it then.
-    if module.deferred_error().is_err() {
+    // A body read on demand may be broken: the read fails then, as the pipeline does.
+    let Ok(summary) = module.read(|module| {
+        let target = hlomem::chip::Target::detect(module);
+        let model = hlomem::analysis::analyze(module, &target);
+        hlomem::pipeline::report_module(module, &model)
+    }) else {
         return;
-    }
+    };
     let report = hlomem::Report { modules: vec![summary], errors: vec![] };
     use hlomem::render::AnalyzeFormat;
     for format in [AnalyzeFormat::Text, AnalyzeFormat::Json, AnalyzeFormat::Markdown, AnalyzeFormat::Github] {

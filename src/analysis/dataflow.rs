@@ -14,7 +14,7 @@ use super::graph::{CompKind, ModuleGraph};
 use super::lists::Lists;
 use super::sharing;
 use crate::chip::Target;
-use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Shape};
+use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Place, Shape};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ValueId(pub u32);
@@ -590,7 +590,7 @@ impl Builder<'_> {
                     per_instr
                         .iter()
                         .enumerate()
-                        .map(move |(node, &v)| (v.index(), (InstrId(i as u32), node as u32)))
+                        .map(move |(node, &v)| (v.index(), (InstrId::arena(i), node as u32)))
                 })
                 .collect(),
         );
@@ -774,10 +774,19 @@ struct LocalIndex {
     slots: Vec<u32>,
 }
 
+/// An instruction's number in its place (the arena, or the deferred lines):
+/// a computation's instructions are all in one place.
+fn key(id: InstrId) -> u32 {
+    match id.place() {
+        Place::Arena(n) => n as u32,
+        Place::Body(line) => line.0,
+    }
+}
+
 impl LocalIndex {
     fn new(instructions: &[InstrId]) -> LocalIndex {
-        let first = instructions.iter().map(|id| id.0).min().unwrap_or(0);
-        let last = instructions.iter().map(|id| id.0).max().unwrap_or(0);
+        let first = instructions.iter().map(|&id| key(id)).min().unwrap_or(0);
+        let last = instructions.iter().map(|&id| key(id)).max().unwrap_or(0);
         let span = if instructions.is_empty() {
             0
         } else {
@@ -785,13 +794,13 @@ impl LocalIndex {
         };
         let mut slots = vec![u32::MAX; span];
         for (i, id) in instructions.iter().enumerate() {
-            slots[(id.0 - first) as usize] = i as u32;
+            slots[(key(*id) - first) as usize] = i as u32;
         }
         LocalIndex { first, slots }
     }
 
     fn get(&self, id: InstrId) -> Option<usize> {
-        let slot = *self.slots.get(id.0.checked_sub(self.first)? as usize)?;
+        let slot = *self.slots.get(key(id).checked_sub(self.first)? as usize)?;
         (slot != u32::MAX).then_some(slot as usize)
     }
 }

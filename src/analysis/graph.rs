@@ -52,7 +52,7 @@ impl ModuleGraph {
             .sum();
         let mut graph = DiGraph::with_capacity(n + module.comp_count(), edges);
         for i in 0..n {
-            graph.add_node(Node::Instruction(InstrId(i as u32)));
+            graph.add_node(Node::Instruction(InstrId::arena(i)));
         }
         for c in 0..module.comp_count() {
             graph.add_node(Node::Computation(CompId(c as u32)));

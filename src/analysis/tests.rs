@@ -156,10 +156,10 @@ fn every_fused_in_place_opcode_makes_a_pair_parsed_or_not() {
         let m = if on_demand {
             crate::parse_text_on_demand("test_cpu_after_optimizations.txt", text)
         } else {
-            crate::parse_text("test_cpu_after_optimizations.txt", text)
+            crate::parse_text("test_cpu_after_optimizations.txt", text).map(Into::into)
         };
-        let m = m.unwrap_or_else(|e| panic!("{}", e.render(false)));
-        sharing::in_place_pairs(&m, instr_named(&m, "fu"))
+        m.and_then(|m| m.read(|m| sharing::in_place_pairs(m, instr_named(m, "fu"))))
+            .unwrap_or_else(|e| panic!("{}", e.render(false)))
     };
     let operand_0 = vec![OperandAlias {
         output_index: vec![],
@@ -480,7 +480,7 @@ fn donation_needs_a_copy_when_a_reader_is_not_an_ancestor_of_the_write() {
     let copied = whatif::with_parameter_copies(&m, &[w]);
     // The parameter moves to a new id; its old id, which every reader names,
     // is now the copy, scheduled right after the parameters.
-    let moved = crate::hlo::InstrId(m.instr_count() as u32);
+    let moved = crate::hlo::InstrId::arena(m.instr_count());
     assert_eq!(copied.instr_count(), m.instr_count() + 1);
     assert_eq!(copied.instr(moved).opcode, crate::hlo::Opcode::Parameter);
     assert_eq!(copied.entry().parameters[0], moved);

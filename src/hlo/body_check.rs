@@ -16,9 +16,9 @@ use std::ops::Range;
 
 use rustc_hash::FxHashSet;
 
+use super::counts::arity;
 use super::opcode::Opcode;
 use super::shape::{Layout, NUMERIC_LAYOUT_FIELDS};
-use super::verify::arity;
 
 /// A problem found on one line: the byte range in the line, what is wrong,
 /// and the label under the caret.
@@ -125,7 +125,7 @@ impl<'a> BodyCheck<'a> {
         }
         self.parameters.sort_by_key(|(n, ..)| *n);
         let numbers: Vec<u64> = self.parameters.iter().map(|(n, ..)| *n).collect();
-        if let Some((k, problem)) = super::resolve::parameter_numbers_problem(&numbers) {
+        if let Some((k, problem)) = super::counts::parameter_numbers_problem(&numbers) {
             let (n, i, range) = self.parameters.swap_remove(k);
             return Err((
                 i,

@@ -10,26 +10,44 @@
 //! grammar, resolution and verifier rules as the rest, the first time they are
 //! asked for it; the result is cached.
 //!
-//! The never-lie contract: at load, [`check_structure`] runs over every deferred
-//! line (brackets balance, one `name = ...` per line, names defined once, one
-//! ROOT), so a cut or garbled body is refused even if no analysis reads it. A
-//! body that passes that check but not the grammar is an error once read: the
-//! analysis sees an empty body, and the pipeline refuses the module afterwards
-//! ([`Module::deferred_error`]). `--strict` parses every body at load.
+//! The never-lie contract: at load, [`super::structure::check`] runs over every
+//! deferred line (brackets balance, one `name = ...` per line, names defined
+//! once, one ROOT), so a cut or garbled body is refused even if no analysis
+//! reads it. A body that passes that check but not the grammar is an error
+//! once read: the analysis sees an empty body, and the error is kept here
+//! ([`Deferred::first_error`]) for [`super::LazyModule::read`], the only way
+//! to read a module whose bodies are parsed on demand, to return instead of
+//! what was read. `--strict` parses every body at load.
+//!
+//! This file sits below the module that owns it: what it needs of the module
+//! is [`ModuleView`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::body_check::{self, BodyCheck};
 use super::ir::*;
 use super::lower;
 use super::opcode::Opcode;
 use super::parse::{Line, Rule};
-use super::resolve::{resolve_computation, Arena};
+use super::resolve::{resolve_computation, Arena, UnreadBody};
 use super::shape::Shape;
+use super::structure::{is_name_char, line_head};
 use super::verify;
 use crate::error::Error;
 use crate::source::SourceFile;
+
+/// What reading a body needs of the module that owns it (`Module`, whose file
+/// is above this one).
+pub trait ModuleView {
+    /// The module's file: the lines' offsets index its text.
+    fn source(&self) -> &SourceFile;
+    /// The computations as listed: a deferred one as its shell.
+    fn listed(&self) -> &[Computation];
+    /// Any instruction of the module (another body's parsed first).
+    fn instruction(&self, id: InstrId) -> &Instruction;
+    /// `is_scheduled=true` in the header.
+    fn scheduled(&self) -> bool;
+}
 
 /// The deferred bodies of one module.
 pub struct Deferred {
@@ -44,10 +62,10 @@ pub struct Deferred {
 }
 
 /// One deferred computation: where its lines are, and once read, its body.
-pub(super) struct DeferredBody {
+struct DeferredBody {
     comp: CompId,
-    /// The id (without [`InstrId::DEFERRED`]) of its first line.
-    base: u32,
+    /// Its first line's number among the module's deferred lines.
+    first: BodyInstr,
     /// `(offset, length)` of each instruction line.
     lines: Box<[(u32, u32)]>,
     /// The computations its lines call, from the structural check.
@@ -73,7 +91,7 @@ struct LineReads {
     /// Boxed: a body's table has a slot per line, and most are never read.
     read: OnceLock<Box<LineRead>>,
     /// Its users' lines.
-    users: OnceLock<Box<[u32]>>,
+    users: OnceLock<Box<[BodyLine]>>,
 }
 
 /// One line of a deferred body read alone: what the sharing rules ask of an
@@ -84,7 +102,7 @@ pub struct LineRead {
     pub opcode: Opcode,
     pub shape: Arc<Shape>,
     /// Operands, as lines of the same body.
-    pub operands: Box<[u32]>,
+    pub operands: Box<[BodyLine]>,
     pub parameter_number: Option<u64>,
 }
 
@@ -116,8 +134,8 @@ impl DeferredBody {
     }
 
     /// Its line `i`, a slice of the module's `text`.
-    fn line<'t>(&self, text: &'t str, i: u32) -> Line<'t> {
-        let (offset, len) = self.lines[i as usize];
+    fn line<'t>(&self, text: &'t str, i: BodyLine) -> Line<'t> {
+        let (offset, len) = self.lines[i.0 as usize];
         let (offset, len) = (offset as usize, len as usize);
         Line {
             offset,
@@ -125,38 +143,40 @@ impl DeferredBody {
         }
     }
 
-    pub(super) fn new(
-        comp: CompId,
-        base: u32,
-        lines: Vec<(u32, u32)>,
-        mut calls: Vec<(CallRole, CompId)>,
-    ) -> DeferredBody {
+    fn new(unread: UnreadBody) -> DeferredBody {
+        let UnreadBody {
+            comp,
+            first,
+            lines,
+            mut calls,
+            caller,
+        } = unread;
         calls.sort_by_key(|&(role, c)| (c, role as u8));
         calls.dedup();
         DeferredBody {
             comp,
-            base,
+            first,
             lines: lines.into_boxed_slice(),
             calls: calls.into_boxed_slice(),
-            caller: OnceLock::new(),
+            caller: caller.map_or_else(OnceLock::new, OnceLock::from),
             reads: OnceLock::new(),
             names: OnceLock::new(),
             parsed: OnceLock::new(),
         }
+    }
+
+    /// Whether body line `line` is one of its own.
+    fn holds(&self, line: BodyInstr) -> bool {
+        (self.first.0..self.first.0 + self.lines.len() as u32).contains(&line.0)
     }
 }
 
 impl Deferred {
     pub(super) fn new(
         comp_ids: rustc_hash::FxHashMap<Box<str>, CompId>,
-        bodies: Vec<DeferredBody>,
-        callers: Vec<Option<InstrId>>,
+        bodies: Vec<UnreadBody>,
     ) -> Deferred {
-        for (body, caller) in bodies.iter().zip(callers) {
-            if let Some(caller) = caller {
-                let _ = body.caller.set(caller);
-            }
-        }
+        let bodies: Vec<DeferredBody> = bodies.into_iter().map(DeferredBody::new).collect();
         let lines = bodies.iter().map(|b| b.lines.len()).sum();
         Deferred {
             comp_ids,
@@ -171,20 +191,23 @@ impl Deferred {
         self.lines
     }
 
-    /// The computations deferred body `k` calls, without parsing it.
-    pub fn calls(&self, k: u32) -> &[(CallRole, CompId)] {
-        &self.bodies[k as usize].calls
+    fn body(&self, k: BodyId) -> &DeferredBody {
+        &self.bodies[k.0 as usize]
     }
 
-    /// The opcode of deferred computation `comp`'s root, from its ROOT line
-    /// alone (the grammar parses that one line), or from the parsed body.
-    /// Most questions about a fusion stop at its root: an in-place root
+    /// The computations deferred body `k` calls, without parsing it.
+    pub fn calls(&self, k: BodyId) -> &[(CallRole, CompId)] {
+        &self.body(k).calls
+    }
+
+    /// The opcode of deferred body `k`'s root, from its ROOT line alone (the
+    /// grammar parses that one line), or from the parsed body. Most questions
+    /// about a fusion stop at its root: an in-place root
     /// (`dynamic-update-slice`, `scatter`, a tuple of them) is the only kind
     /// that makes an operand share the fusion's buffer.
-    pub fn root_opcode(&self, module: &Module, k: u32) -> Opcode {
-        let body = &self.bodies[k as usize];
-        if let Some(parsed) = body.parsed.get() {
-            return module.instr(parsed.computation.root).opcode.clone();
+    pub fn root_opcode<M: ModuleView + ?Sized>(&self, module: &M, k: BodyId) -> Opcode {
+        if let Some(parsed) = self.body(k).parsed.get() {
+            return module.instruction(parsed.computation.root).opcode.clone();
         }
         self.line_opcode(module, k, self.root_line(module, k))
             .clone()
@@ -192,20 +215,29 @@ impl Deferred {
 
     /// Whether the text of body `k` contains `needle`: a search, no parse. An
     /// opcode no line spells (`dynamic-update-slice(`) is in no instruction.
-    pub fn body_mentions(&self, module: &Module, k: u32, needle: &str) -> bool {
-        let text = &module.file.text.as_bytes()[self.bodies[k as usize].span()];
+    pub fn body_mentions<M: ModuleView + ?Sized>(
+        &self,
+        module: &M,
+        k: BodyId,
+        needle: &str,
+    ) -> bool {
+        let text = &module.source().text.as_bytes()[self.body(k).span()];
         memchr::memmem::find(text, needle.as_bytes()).is_some()
     }
 
     /// Whether body `k` has been parsed in full (successfully or not).
-    pub fn is_parsed(&self, k: u32) -> bool {
-        self.bodies[k as usize].parsed.get().is_some()
+    pub fn is_parsed(&self, k: BodyId) -> bool {
+        self.body(k).parsed.get().is_some()
     }
 
     /// The line of body `k` that is its ROOT.
-    pub fn root_line(&self, module: &Module, k: u32) -> u32 {
-        let body = &self.bodies[k as usize];
-        (module.computations[body.comp.index()].root.0 & !InstrId::DEFERRED) - body.base
+    pub fn root_line<M: ModuleView + ?Sized>(&self, module: &M, k: BodyId) -> BodyLine {
+        let body = self.body(k);
+        match module.listed()[body.comp.index()].root.place() {
+            Place::Body(line) if body.holds(line) => BodyLine(line.0 - body.first.0),
+            // Resolution gives a shell the id of its ROOT line.
+            _ => unreachable!("a deferred body's root is one of its lines"),
+        }
     }
 
     /// Line `i` of body `k`, read alone the first time it is asked for: the
@@ -214,36 +246,39 @@ impl Deferred {
     /// its lines (its root and what the root reads), so the rest is never
     /// parsed. A line that does not parse, or names an operand the body does
     /// not define, makes the whole body parse: its error is then the one a
-    /// full read reports ([`Module::deferred_error`]), and the line reads as
+    /// full read reports ([`Deferred::first_error`]), and the line reads as
     /// an empty tuple.
-    pub fn line(&self, module: &Module, k: u32, i: u32) -> &LineRead {
-        self.reads(k)[i as usize].read.get_or_init(|| {
-            Box::new(
-                self.read_line(module, &self.bodies[k as usize], i)
-                    .unwrap_or_else(|| {
-                        self.parsed(module, k as usize);
-                        LineRead {
-                            opcode: Opcode::Tuple,
-                            shape: Arc::new(Shape::Tuple(Vec::new())),
-                            operands: Box::default(),
-                            parameter_number: None,
-                        }
-                    }),
-            )
+    pub fn line<M: ModuleView + ?Sized>(&self, module: &M, k: BodyId, i: BodyLine) -> &LineRead {
+        self.reads(k)[i.0 as usize].read.get_or_init(|| {
+            Box::new(self.read_line(module, self.body(k), i).unwrap_or_else(|| {
+                self.parsed(module, k);
+                LineRead {
+                    opcode: Opcode::Tuple,
+                    shape: Arc::new(Shape::Tuple(Vec::new())),
+                    operands: Box::default(),
+                    parameter_number: None,
+                }
+            }))
         })
     }
 
     /// The opcode of line `i` of body `k`, from the line's first words only
     /// (`instruction_head`) unless the line was read already: most lines a
     /// rule reaches are asked only what they are.
-    pub fn line_opcode(&self, module: &Module, k: u32, i: u32) -> &Opcode {
-        let reads = &self.reads(k)[i as usize];
+    pub fn line_opcode<M: ModuleView + ?Sized>(
+        &self,
+        module: &M,
+        k: BodyId,
+        i: BodyLine,
+    ) -> &Opcode {
+        let reads = &self.reads(k)[i.0 as usize];
         if let Some(read) = reads.read.get() {
             return &read.opcode;
         }
         reads.opcode.get_or_init(|| {
-            let line = self.bodies[k as usize].line(&module.file.text, i);
-            match lower::lower_opcode(&module.file, line) {
+            let file = module.source();
+            let line = self.body(k).line(&file.text, i);
+            match lower::lower_opcode(file, line) {
                 Ok(opcode) => opcode,
                 // The full read reports the error.
                 Err(_) => self.line(module, k, i).opcode.clone(),
@@ -251,14 +286,19 @@ impl Deferred {
         })
     }
 
-    fn reads(&self, k: u32) -> &[LineReads] {
-        let body = &self.bodies[k as usize];
+    fn reads(&self, k: BodyId) -> &[LineReads] {
+        let body = self.body(k);
         body.reads
             .get_or_init(|| body.lines.iter().map(|_| LineReads::default()).collect())
     }
 
-    fn read_line(&self, module: &Module, body: &DeferredBody, i: u32) -> Option<LineRead> {
-        let file = &module.file;
+    fn read_line<M: ModuleView + ?Sized>(
+        &self,
+        module: &M,
+        body: &DeferredBody,
+        i: BodyLine,
+    ) -> Option<LineRead> {
+        let file = module.source();
         let line = body.line(&file.text, i);
         let mut shapes = &self.shapes;
         let raw =
@@ -269,9 +309,9 @@ impl Deferred {
             .map(|op| {
                 // Compact `%t#0` operands never occur in a deferred body.
                 op.tuple_path.is_empty().then_some(())?;
-                self.line_named(module, body, op.reference.name)
+                line_named(&file.text, body, op.reference.name)
             })
-            .collect::<Option<Box<[u32]>>>()?;
+            .collect::<Option<Box<[BodyLine]>>>()?;
         Some(LineRead {
             opcode,
             shape,
@@ -280,41 +320,21 @@ impl Deferred {
         })
     }
 
-    /// The line of `body` that defines `name`.
-    fn line_named(&self, module: &Module, body: &DeferredBody, name: &str) -> Option<u32> {
-        let text = module.file.text.as_str();
-        let names = body.names.get_or_init(|| {
-            let mut names: Vec<(u32, u32, u32)> = body
-                .lines
-                .iter()
-                .enumerate()
-                .map(|(i, &(offset, len))| {
-                    let line = &text[offset as usize..(offset + len) as usize];
-                    let name = line_head(line).name;
-                    (offset + name.start as u32, name.len() as u32, i as u32)
-                })
-                .collect();
-            names.sort_unstable_by_key(|&(at, len, _)| &text[at as usize..(at + len) as usize]);
-            names.into_boxed_slice()
-        });
-        let name_of = |&(at, len, _): &(u32, u32, u32)| &text[at as usize..(at + len) as usize];
-        let k = names.partition_point(|n| name_of(n) < name);
-        names
-            .get(k)
-            .filter(|n| name_of(n) == name)
-            .map(|&(_, _, line)| line)
-    }
-
     /// The lines of body `k` that have line `i` among their operands. Found
     /// by the text first: only lines that name it (as a whole word) are read.
     /// The body's text is searched in one pass (its lines are consecutive in
     /// the file), each match placed in its line by offset: a big fusion body
     /// is asked about many of its lines, and a search per line costs a
     /// searcher's start-up per line.
-    pub fn line_users(&self, module: &Module, k: u32, i: u32) -> &[u32] {
-        self.reads(k)[i as usize].users.get_or_init(|| {
-            let body = &self.bodies[k as usize];
-            let text = module.file.text.as_str();
+    pub fn line_users<M: ModuleView + ?Sized>(
+        &self,
+        module: &M,
+        k: BodyId,
+        i: BodyLine,
+    ) -> &[BodyLine] {
+        self.reads(k)[i.0 as usize].users.get_or_init(|| {
+            let body = self.body(k);
+            let text = module.source().text.as_str();
             let own = body.line(text, i).text;
             let name = &own[line_head(own).name];
             let word = |line: &str, at: usize| {
@@ -324,13 +344,14 @@ impl Deferred {
                     && !after.is_some_and(is_name_char)
             };
             let span = body.span();
-            let mut users: Vec<u32> = Vec::new();
+            let mut users: Vec<BodyLine> = Vec::new();
             // The last line a match was settled in: a line naming it twice is read once.
             let mut settled = None;
             for at in memchr::memmem::find_iter(&text.as_bytes()[span.clone()], name.as_bytes()) {
                 let at = (span.start + at) as u32;
-                let j = (body.lines.partition_point(|&(offset, _)| offset <= at) - 1) as u32;
-                let (offset, len) = body.lines[j as usize];
+                let j =
+                    BodyLine((body.lines.partition_point(|&(offset, _)| offset <= at) - 1) as u32);
+                let (offset, len) = body.lines[j.0 as usize];
                 let in_line = (at - offset) as usize;
                 if j == i || settled == Some(j) || in_line + name.len() > len as usize {
                     continue;
@@ -348,13 +369,18 @@ impl Deferred {
     }
 
     /// The line of body `k` that is `parameter(number)`.
-    pub fn parameter_line(&self, module: &Module, k: u32, number: u64) -> Option<u32> {
-        let body = &self.bodies[k as usize];
-        let text = module.file.text.as_str();
+    pub fn parameter_line<M: ModuleView + ?Sized>(
+        &self,
+        module: &M,
+        k: BodyId,
+        number: u64,
+    ) -> Option<BodyLine> {
+        let body = self.body(k);
+        let text = module.source().text.as_str();
         // The opcode is followed by its `(` with nothing between; what comes
         // before it may be any space or a comment.
         let finder = memchr::memmem::Finder::new(b"parameter(");
-        (0..body.lines.len() as u32).find(|&j| {
+        (0..body.lines.len() as u32).map(BodyLine).find(|&j| {
             let line = body.line(text, j).text;
             finder.find(line.as_bytes()).is_some() && {
                 *self.line_opcode(module, k, j) == Opcode::Parameter
@@ -363,15 +389,25 @@ impl Deferred {
         })
     }
 
-    pub(super) fn instr<'m>(&'m self, module: &'m Module, id: InstrId) -> &'m Instruction {
-        let flat = id.0 & !InstrId::DEFERRED;
-        let k = self.bodies.partition_point(|b| b.base <= flat) - 1;
-        let parsed = self.parsed(module, k);
-        &parsed.instructions[(flat - self.bodies[k].base) as usize]
+    /// A body line's instruction, its body parsed first.
+    pub(super) fn instr<'m, M: ModuleView + ?Sized>(
+        &'m self,
+        module: &'m M,
+        line: BodyInstr,
+    ) -> &'m Instruction {
+        let k = self.bodies.partition_point(|b| b.first <= line) - 1;
+        let body = &self.bodies[k];
+        let parsed = self.parsed(module, BodyId(k as u32));
+        &parsed.instructions[(line.0 - body.first.0) as usize]
     }
 
-    pub(super) fn computation<'m>(&'m self, module: &'m Module, k: u32) -> &'m Computation {
-        &self.parsed(module, k as usize).computation
+    /// Body `k` as a computation, parsed first.
+    pub(super) fn computation<'m, M: ModuleView + ?Sized>(
+        &'m self,
+        module: &'m M,
+        k: BodyId,
+    ) -> &'m Computation {
+        &self.parsed(module, k).computation
     }
 
     /// The first error of a body read so far, in file order.
@@ -386,13 +422,13 @@ impl Deferred {
             })
     }
 
-    fn parsed<'m>(&'m self, module: &'m Module, k: usize) -> &'m Parsed {
-        self.bodies[k].parsed.get_or_init(|| {
-            let body = &self.bodies[k];
+    fn parsed<M: ModuleView + ?Sized>(&self, module: &M, k: BodyId) -> &Parsed {
+        let body = self.body(k);
+        body.parsed.get_or_init(|| {
             Box::new(match self.parse(module, body) {
                 Ok(parsed) => parsed,
                 Err(error) => {
-                    let shell = &module.computations[body.comp.index()];
+                    let shell = &module.listed()[body.comp.index()];
                     let placeholders = body.lines.iter().map(|_| lower::placeholder(body.comp));
                     Parsed {
                         computation: Computation {
@@ -408,9 +444,14 @@ impl Deferred {
     }
 
     /// Lowers, resolves and verifies one body, as loading does for the rest.
-    fn parse(&self, module: &Module, body: &DeferredBody) -> Result<Parsed, Error> {
-        let file = &module.file;
-        let shell = &module.computations[body.comp.index()];
+    fn parse<M: ModuleView + ?Sized>(
+        &self,
+        module: &M,
+        body: &DeferredBody,
+    ) -> Result<Parsed, Error> {
+        let file = module.source();
+        let listed = module.listed();
+        let shell = &listed[body.comp.index()];
         // The header was read up to its name at load.
         let header_text = file.text.get(shell.span.range()).unwrap_or("");
         let header = Line {
@@ -436,7 +477,7 @@ impl Deferred {
         let raw = lower::RawComputation::of_shell(file, shell);
         let mut arena = Arena {
             instructions: &mut instructions,
-            id_base: InstrId::DEFERRED | body.base,
+            body: Some(body.first),
             start: 0,
         };
         // Bodies with compact `%t#0` operands are never deferred (see
@@ -451,7 +492,7 @@ impl Deferred {
         )?;
         for (i, instr) in instructions.iter().enumerate() {
             for &(role, callee) in instr.called.iter() {
-                let nested = module.shell(callee).deferred;
+                let nested = listed[callee.index()].deferred;
                 if let (CallRole::Calls, Some(n)) = (role, nested) {
                     if callee == body.comp {
                         return Err(Error::at(
@@ -464,8 +505,8 @@ impl Deferred {
                             "a call cycle",
                         ));
                     }
-                    let id = InstrId(InstrId::DEFERRED | (body.base + i as u32));
-                    let _ = self.bodies[n as usize].caller.set(id);
+                    let id = InstrId::body(BodyInstr(body.first.0 + i as u32));
+                    let _ = self.body(n).caller.set(id);
                 }
             }
         }
@@ -488,16 +529,20 @@ impl Deferred {
             .with_note("please report this file: hlomem's two readings of it disagree"));
         }
         let lookup = |id: InstrId| -> &Instruction {
-            let flat = id.0 & !InstrId::DEFERRED;
-            if id.is_deferred() && (body.base..body.base + body.lines.len() as u32).contains(&flat)
-            {
-                &instructions[(flat - body.base) as usize]
-            } else {
-                module.instr(id)
+            match id.place() {
+                Place::Body(line) if body.holds(line) => {
+                    &instructions[(line.0 - body.first.0) as usize]
+                }
+                _ => module.instruction(id),
             }
         };
         let caller = body.caller.get().copied();
-        verify::verify_body(file, module, (body.comp, &computation), caller, &lookup)?;
+        let context = verify::Context {
+            file,
+            computations: listed,
+            scheduled: module.scheduled(),
+        };
+        verify::verify_body(context, (body.comp, &computation), caller, &lookup)?;
         Ok(Parsed {
             computation,
             instructions,
@@ -506,230 +551,33 @@ impl Deferred {
     }
 }
 
-/// What the structural check learns of a deferred body without parsing it.
-pub(super) struct Structure<'a> {
-    /// The ROOT line's index.
-    pub(super) root: Option<usize>,
-    /// The computations its lines name in call attributes (`calls=`,
-    /// `to_apply=`, ...), with the offset of each name: which computations are
-    /// fused or thread-local is decided from them (see `analysis::graph`).
-    pub(super) calls: Vec<(CallRole, &'a str, usize)>,
-}
-
-/// The cheap check every deferred line passes at load: brackets balance
-/// outside strings, the line is `[ROOT ]name = ...`, names are defined once,
-/// there is at most one ROOT, and what XLA's parser checks of each line
-/// ([`body_check`]: operands defined earlier, operand counts, parameter
-/// numbers, dimensions and layouts). It also collects the computations the body
-/// calls, read from call attributes outside strings and brackets; when the body
-/// is parsed, the grammar's reading must agree (`Deferred::parse` checks).
-pub(super) fn check_structure<'a>(
-    file: &'a SourceFile,
-    comp: &str,
-    header: &str,
-    lines: &[(u32, u32)],
-) -> Result<Structure<'a>, Error> {
-    let mut body = BodyCheck::default();
-    let mut structure = Structure {
-        root: None,
-        calls: Vec::new(),
-    };
-    for (i, &(offset, len)) in lines.iter().enumerate() {
-        let (offset, len) = (offset as usize, len as usize);
-        let text = &file.text[offset..offset + len];
-        let head = line_head(text);
-        if let Some(root) = head.root {
-            if structure.root.is_some() {
-                return Err(Error::at(
-                    file,
-                    offset + root..offset + root + 4,
-                    format!("computation `%{comp}` has two ROOTs"),
-                    "second ROOT",
-                ));
-            }
-            structure.root = Some(i);
-        }
-        let token = offset + head.token.start..offset + head.token.end;
-        let name = &text[head.name];
-        if name.is_empty() || !head.defines {
-            return Err(Error::at(
-                file,
-                token.start..token.end.max(token.start + 1),
-                "expected an instruction: `name = shape opcode(operands)`",
-                "not an instruction",
-            ));
-        }
-        if let Some((at_byte, what)) = scan_line(text, offset, &mut structure.calls) {
-            return Err(Error::at(
-                file,
-                offset + at_byte..offset + at_byte + 1,
-                format!("brackets do not balance: {what}"),
-                "here",
-            )
-            .with_note("the line was probably cut or edited"));
-        }
-        body.line(i, text, head.token.end + 3)
-            .map_err(|p| problem(file, offset, p))?;
-        if !body.define(name) {
-            return Err(Error::at(
-                file,
-                token,
-                format!("instruction `%{name}` is defined twice"),
-                "second definition",
-            ));
-        }
-    }
-    body.finish(comp)
-        .map_err(|(i, p)| problem(file, lines[i].0 as usize, p))?;
-    // Without a ROOT marker XLA takes the last instruction.
-    if let Some(&(offset, len)) = lines.get(structure.root.unwrap_or(lines.len().wrapping_sub(1))) {
-        let (offset, len) = (offset as usize, len as usize);
-        let text = &file.text[offset..offset + len];
-        body_check::root_matches_header(header, text, line_head(text).token.end + 3)
-            .map_err(|p| problem(file, offset, p))?;
-    }
-    Ok(structure)
-}
-
-/// A token-level problem on the line at `offset`, as an input error there.
-fn problem(file: &SourceFile, offset: usize, p: body_check::Problem) -> Error {
-    let end = p.at.end.max(p.at.start + 1);
-    Error::at(file, offset + p.at.start..offset + end, p.title, p.label)
-}
-
-/// Where a line's `[ROOT ]%name = ` prefix puts things, relative to the line.
-struct LineHead {
-    /// Where `ROOT` is, if the line starts with it.
-    root: Option<usize>,
-    /// The name as written, `%` included.
-    token: std::ops::Range<usize>,
-    /// The name without its `%`.
-    name: std::ops::Range<usize>,
-    /// The name is followed by ` = `.
-    defines: bool,
-}
-
-fn line_head(text: &str) -> LineHead {
-    let indent = text.len() - text.trim_start().len();
-    let mut at = indent;
-    let root = text[at..].starts_with("ROOT ").then_some(indent);
-    if root.is_some() {
-        at += 5;
-    }
-    let rest = &text[at..];
-    let token_len = rest.find(|c: char| !is_name_char(c)).unwrap_or(rest.len());
-    let percent = rest[..token_len].len() - rest[..token_len].trim_start_matches('%').len();
-    LineHead {
-        root,
-        token: at..at + token_len,
-        name: at + percent..at + token_len,
-        defines: rest[token_len..].starts_with(" = "),
-    }
-}
-
-fn is_name_char(c: char) -> bool {
-    c.is_alphanumeric() || matches!(c, '%' | '_' | '.' | '-')
-}
-
-/// The attributes that name computations, as the grammar's `called_attr` and
-/// `called_list_attr` read them.
-const CALL_KEYS: [&str; 10] = [
-    "calls",
-    "to_apply",
-    "condition",
-    "body",
-    "select",
-    "scatter",
-    "called_computations",
-    "branch_computations",
-    "true_computation",
-    "false_computation",
-];
-
-/// Walks a line outside strings: collects the computation names of call
-/// attributes (at the attribute list's depth), and says where brackets first
-/// fail to balance.
-fn scan_line<'a>(
-    text: &'a str,
-    offset: usize,
-    calls: &mut Vec<(CallRole, &'a str, usize)>,
-) -> Option<(usize, &'static str)> {
-    let bytes = text.as_bytes();
-    let mut stack: Vec<u8> = Vec::new();
-    let mut i = 0;
-    // Most bytes are none of these: they are skipped a table look-up each,
-    // and a string's contents in one search for its closing quote (a body's
-    // text is read whole here, so this walk is the cost of the check).
-    while let Some(k) = bytes[i..].iter().position(|&b| SPECIAL[b as usize]) {
-        i += k;
-        match bytes[i] {
-            b'"' => match super::parse::string_end(bytes, i + 1) {
-                Some(end) => i = end,
-                None => return Some((text.len().saturating_sub(1), "a string is not closed")),
-            },
-            b @ (b'(' | b'[' | b'{') => stack.push(b),
-            b'=' if stack.is_empty() => call_attribute(text, i, offset, calls),
-            b'=' => {}
-            close => {
-                let open = match close {
-                    b')' => b'(',
-                    b']' => b'[',
-                    _ => b'{',
-                };
-                if stack.pop() != Some(open) {
-                    return Some((i, "a closing bracket without its opening one"));
-                }
-            }
-        }
-        i += 1;
-    }
-    (!stack.is_empty()).then(|| (text.len().saturating_sub(1), "a bracket is not closed"))
-}
-
-/// The bytes [`scan_line`] stops at: brackets, `=` and the opening quote of a string.
-const SPECIAL: [bool; 256] = crate::source::byte_set(b"()[]{}=\"");
-
-/// At the `=` at `eq`: if the key before it names computations, the names
-/// after it (`%c` or `{%a, %b}`).
-fn call_attribute<'a>(
-    text: &'a str,
-    eq: usize,
-    offset: usize,
-    calls: &mut Vec<(CallRole, &'a str, usize)>,
-) {
-    let key_start = text[..eq]
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .map_or(0, |k| k + 1);
-    let key = &text[key_start..eq];
-    if !CALL_KEYS.contains(&key) {
-        return;
-    }
-    let role = super::lower::call_role(key);
-    let value = &text[eq + 1..];
-    let (names, mut pos) = match value.strip_prefix('{') {
-        Some(list) => (&list[..list.find('}').unwrap_or(list.len())], eq + 2),
-        None => (value, eq + 1),
-    };
-    for part in names.split(',') {
-        let token = part.trim_start();
-        let len = token
-            .find(|c: char| !is_name_char(c))
-            .unwrap_or(token.len());
-        let name = token[..len].trim_start_matches('%');
-        if !name.is_empty() {
-            calls.push((role, name, offset + pos + part.len() - token.len()));
-        }
-        pos += part.len() + 1;
-        if !value.starts_with('{') {
-            break;
-        }
-    }
+/// The line of `body` that defines `name`.
+fn line_named(text: &str, body: &DeferredBody, name: &str) -> Option<BodyLine> {
+    let names = body.names.get_or_init(|| {
+        let mut names: Vec<(u32, u32, u32)> = body
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, &(offset, len))| {
+                let line = &text[offset as usize..(offset + len) as usize];
+                let name = line_head(line).name;
+                (offset + name.start as u32, name.len() as u32, i as u32)
+            })
+            .collect();
+        names.sort_unstable_by_key(|&(at, len, _)| &text[at as usize..(at + len) as usize]);
+        names.into_boxed_slice()
+    });
+    let name_of = |&(at, len, _): &(u32, u32, u32)| &text[at as usize..(at + len) as usize];
+    let k = names.partition_point(|n| name_of(n) < name);
+    names
+        .get(k)
+        .filter(|n| name_of(n) == name)
+        .map(|&(_, _, line)| BodyLine(line))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::scan_line;
-    use crate::hlo::InstrId;
+    use crate::hlo::{BodyLine, Place};
 
     /// `line_users` (a text search, then the matching lines read) agrees with
     /// the parsed body: a name inside a longer name, inside metadata, twice
@@ -749,67 +597,30 @@ mod tests {
             \x20 %y = f32[4]{0} parameter(1)\n\
             \x20 ROOT %f = f32[4]{0} fusion(%x, %y), kind=kLoop, calls=%fused\n\
             }\n";
-        let module =
-            crate::parse_text_on_demand(std::path::Path::new("users.txt"), text.to_string())
-                .expect("parses");
+        let lazy = crate::parse_text_on_demand(std::path::Path::new("users.txt"), text.to_string())
+            .expect("parses");
+        let module = lazy.unchecked();
         let k = module.computations[0]
             .deferred
             .expect("the fusion body is deferred");
-        let base = module.deferred.bodies[k as usize].base;
-        let asked: Vec<Vec<u32>> = (0..5)
-            .map(|i| module.deferred.line_users(&module, k, i).to_vec())
+        let first = module.deferred.body(k).first;
+        let asked: Vec<Vec<BodyLine>> = (0..5)
+            .map(|i| module.deferred.line_users(module, k, BodyLine(i)).to_vec())
             .collect();
         let parsed = module.comp(crate::hlo::CompId(0));
         let mut want = vec![Vec::new(); 5];
         for (j, &id) in parsed.instructions.iter().enumerate() {
             for op in &module.instr(id).operands {
-                let line = (op.0 & !InstrId::DEFERRED) - base;
-                if !want[line as usize].contains(&(j as u32)) {
-                    want[line as usize].push(j as u32);
+                let Place::Body(line) = op.place() else {
+                    panic!("a body's operands are its own lines");
+                };
+                let line = line.0 - first.0;
+                if !want[line as usize].contains(&BodyLine(j as u32)) {
+                    want[line as usize].push(BodyLine(j as u32));
                 }
             }
         }
         assert_eq!(asked, want);
-        assert_eq!(asked[0], vec![2, 4]);
-    }
-
-    fn scan(text: &str) -> (Option<(usize, &'static str)>, Vec<String>) {
-        let mut calls = Vec::new();
-        let result = scan_line(text, 0, &mut calls);
-        (result, calls.iter().map(|c| c.1.to_string()).collect())
-    }
-
-    #[test]
-    fn brackets_and_quotes_inside_strings_do_not_count() {
-        let line = r#"%f = f32[2]{0} fusion(%a), calls=%c, metadata={op_name="x(\"]{" source_file="a.py"}"#;
-        assert_eq!(scan(line), (None, vec!["c".to_string()]));
-    }
-
-    #[test]
-    fn damage_is_found_where_it_is() {
-        assert_eq!(
-            scan("%f = f32[2)").0,
-            Some((10, "a closing bracket without its opening one"))
-        );
-        assert_eq!(
-            scan("%f = f32[2]{0").0,
-            Some((12, "a bracket is not closed"))
-        );
-        // The escaped quote does not close the string: the error is at the line's end.
-        let unclosed = r#"%f = f32[] x(), m={a="b\"}"#;
-        assert_eq!(
-            scan(unclosed).0,
-            Some((unclosed.len() - 1, "a string is not closed"))
-        );
-    }
-
-    #[test]
-    fn calls_are_read_outside_brackets_only() {
-        let line =
-            "%w = (s32[]) while(%t), condition=%cond, body=%body, backend_config={calls=%no}";
-        assert_eq!(
-            scan(line),
-            (None, vec!["cond".to_string(), "body".to_string()])
-        );
+        assert_eq!(asked[0], vec![BodyLine(2), BodyLine(4)]);
     }
 }

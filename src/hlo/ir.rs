@@ -1,125 +1,99 @@
-//! The typed IR of one HLO module: what every analysis reads.
+//! The typed IR of one HLO module: the values every analysis reads.
 //!
 //! Instructions live in one arena per module and refer to each other and to
 //! computations by index, resolved once when the text is lowered. Attributes the
 //! analyses need are typed fields; every other attribute is kept as raw text
 //! (a span into the module's text), so attributes from newer XLA versions survive.
+//! The module that owns them, and reads fusion bodies on demand, is
+//! [`super::module::Module`].
 
-use std::path::Path;
 use std::sync::Arc;
 
-use super::deferred::Deferred;
-use super::metadata::{Metadata, SourceLocation, StackFrameIndex};
 use super::opcode::Opcode;
 use super::shape::Shape;
-use crate::source::{SourceFile, Span};
+use crate::source::Span;
 
-/// Index of an instruction in [`Module::instructions`].
+/// An instruction: one of the module's arena (read at load, or added by a
+/// what-if view), or a line of a fusion body parsed on demand
+/// ([`super::deferred`]). Which one is [`InstrId::place`]; the representation
+/// is this file's alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct InstrId(pub u32);
+pub struct InstrId(u32);
 
-/// Index of a computation in [`Module::computations`].
+/// Where an instruction lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Place {
+    /// Index `n` of the module's arena: per-instruction tables have a row for it.
+    Arena(usize),
+    /// A line of a fusion body parsed on demand: no whole-module table has a
+    /// row for it.
+    Body(BodyInstr),
+}
+
+/// A line of a fusion body read on demand, numbered across every such body
+/// of the module (a body's lines are consecutive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyInstr(pub u32);
+
+/// A fusion body read on demand: its index among the module's deferred bodies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyId(pub u32);
+
+/// A line of one deferred body, counted from its first instruction line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BodyLine(pub u32);
+
+/// Index of a computation in the module's list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct CompId(pub u32);
 
 impl InstrId {
-    /// Ids of instructions in a deferred body (see [`super::deferred`]) have
-    /// this bit set: they are never indices into [`Module::instructions`], so a
-    /// per-instruction table indexed by one fails loudly in tests.
-    pub const DEFERRED: u32 = 1 << 31;
+    /// Ids at or above this are body lines (`BODY + n` is [`BodyInstr`] `n`):
+    /// a per-instruction table indexed by one fails loudly. Loading refuses a
+    /// module with more lines than either half holds.
+    const BODY: u32 = 1 << 31;
 
+    /// The most instructions of either kind a module may have.
+    pub const LIMIT: u32 = Self::BODY;
+
+    /// The instruction at index `n` of the module's arena.
+    pub fn arena(n: usize) -> InstrId {
+        assert!(
+            n < Self::BODY as usize,
+            "an arena index past InstrId::LIMIT"
+        );
+        InstrId(n as u32)
+    }
+
+    /// The instruction of a body line read on demand.
+    pub fn body(line: BodyInstr) -> InstrId {
+        assert!(line.0 < Self::BODY, "a body line past InstrId::LIMIT");
+        InstrId(Self::BODY | line.0)
+    }
+
+    pub fn place(self) -> Place {
+        match self.0.checked_sub(Self::BODY) {
+            None => Place::Arena(self.0 as usize),
+            Some(line) => Place::Body(BodyInstr(line)),
+        }
+    }
+
+    /// Its index in the module's arena. A body line's id has none: per-instruction
+    /// tables cover the arena only, and indexing one with it panics (the
+    /// index is past every table).
     pub fn index(self) -> usize {
         self.0 as usize
     }
 
     /// In a fused computation's body, parsed only when something reads it.
     pub fn is_deferred(self) -> bool {
-        self.0 & Self::DEFERRED != 0
+        matches!(self.place(), Place::Body(_))
     }
 }
+
 impl CompId {
     pub fn index(self) -> usize {
         self.0 as usize
-    }
-}
-
-/// A parsed HLO module.
-///
-/// Fused computations' bodies are not in [`Module::instructions`]: they are
-/// parsed when an analysis first reads them ([`Module::comp`], [`Module::instr`]),
-/// so a module costs what its entry and control flow cost.
-#[derive(Debug, Clone)]
-pub struct Module {
-    pub name: String,
-    /// The file it was read from; [`Span`]s index into its text. Shared, so
-    /// that the what-if copies of the accounting do not copy the text.
-    pub file: Arc<SourceFile>,
-    pub header: ModuleHeader,
-    pub stack_frames: StackFrameIndex,
-    /// In the file's order (callees before callers). A deferred computation's
-    /// entry here is a shell: read it through [`Module::comp`]. Shared with
-    /// the what-if views of the module ([`Module::with_edits`]).
-    pub(super) computations: Arc<Vec<Computation>>,
-    /// The instructions of every computation that is not deferred, shared
-    /// like `computations`: read them through [`Module::instr`] and
-    /// [`Module::instrs`], which see a view's edits.
-    pub(super) instructions: Arc<Vec<Instruction>>,
-    pub entry: CompId,
-    /// The bodies parsed on demand.
-    pub deferred: Arc<Deferred>,
-    /// A what-if view's changes to the instructions it shares (HM001's
-    /// donation copies); `None` for a module as read.
-    pub(super) edits: Option<Arc<Edits>>,
-}
-
-/// What a what-if view of a module changes: a few instructions replaced,
-/// some added (ids after the module's own), the entry computation rewritten.
-/// Everything else is the module's own, shared, so that asking "what if"
-/// costs the change, not a copy of the module.
-#[derive(Debug)]
-pub struct Edits {
-    /// The module's own instruction count: added ids start there.
-    first_added: u32,
-    replaced: rustc_hash::FxHashMap<InstrId, Instruction>,
-    added: Vec<Instruction>,
-    entry: Option<Computation>,
-}
-
-impl Edits {
-    pub fn new(module: &Module) -> Edits {
-        Edits {
-            first_added: module.instr_count() as u32,
-            replaced: Default::default(),
-            added: Vec::new(),
-            entry: None,
-        }
-    }
-
-    /// The instruction `id` is in the view (an instruction of the module).
-    pub fn replace(&mut self, id: InstrId, instr: Instruction) {
-        assert!(
-            id.0 < self.first_added,
-            "only the module's own instructions are replaced"
-        );
-        self.replaced.insert(id, instr);
-    }
-
-    /// Adds an instruction to the view; its id follows every other.
-    pub fn add(&mut self, instr: Instruction) -> InstrId {
-        self.added.push(instr);
-        InstrId(self.first_added + self.added.len() as u32 - 1)
-    }
-
-    /// The entry computation as the view has it.
-    pub fn set_entry(&mut self, entry: Computation) {
-        self.entry = Some(entry);
-    }
-
-    fn instr(&self, id: InstrId) -> Option<&Instruction> {
-        match id.0.checked_sub(self.first_added) {
-            Some(k) => self.added.get(k as usize),
-            None => self.replaced.get(&id),
-        }
     }
 }
 
@@ -183,8 +157,9 @@ pub struct Computation {
     pub execution_thread: Option<String>,
     /// The computation's header line.
     pub span: Span,
-    /// Set on the shell of a deferred computation: its index in [`Deferred`].
-    pub deferred: Option<u32>,
+    /// Set on the shell of a deferred computation: which body it is
+    /// ([`super::deferred::Deferred`]).
+    pub deferred: Option<BodyId>,
 }
 
 #[derive(Debug, Clone)]
@@ -261,262 +236,26 @@ pub enum CallRole {
     Called,
 }
 
+impl CallRole {
+    /// The role of a call attribute's key (`calls`, `to_apply`, ...).
+    pub fn of_key(key: &str) -> CallRole {
+        match key {
+            "calls" => CallRole::Calls,
+            "to_apply" => CallRole::ToApply,
+            "condition" => CallRole::Condition,
+            "body" => CallRole::Body,
+            "select" => CallRole::Select,
+            "scatter" => CallRole::Scatter,
+            "called_computations" => CallRole::Called,
+            _ => CallRole::Branch, // branch_computations, true_computation, false_computation
+        }
+    }
+}
+
 /// `{output_index}: (operand, {operand_index})`
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OperandAlias {
     pub output_index: Vec<u64>,
     pub operand: u64,
     pub operand_index: Vec<u64>,
-}
-
-impl Module {
-    pub(super) fn new(
-        parts: (String, Arc<SourceFile>, ModuleHeader, StackFrameIndex),
-        computations: Vec<Computation>,
-        instructions: Vec<Instruction>,
-        entry: CompId,
-        deferred: Deferred,
-    ) -> Module {
-        let (name, file, header, stack_frames) = parts;
-        Module {
-            name,
-            file,
-            header,
-            stack_frames,
-            computations: Arc::new(computations),
-            instructions: Arc::new(instructions),
-            entry,
-            deferred: Arc::new(deferred),
-            edits: None,
-        }
-    }
-
-    /// A what-if view: this module with `edits`, sharing everything else.
-    pub fn with_edits(&self, edits: Edits) -> Module {
-        assert!(self.edits.is_none(), "a view is made of a module as read");
-        Module {
-            edits: Some(Arc::new(edits)),
-            ..self.clone()
-        }
-    }
-
-    pub fn instr(&self, id: InstrId) -> &Instruction {
-        if id.is_deferred() {
-            return self.deferred.instr(self, id);
-        }
-        if let Some(edited) = self.edits.as_ref().and_then(|e| e.instr(id)) {
-            return edited;
-        }
-        &self.instructions[id.index()]
-    }
-
-    /// How many instructions [`Module::instr`] answers for (deferred bodies
-    /// aside): per-instruction tables have this length.
-    pub fn instr_count(&self) -> usize {
-        self.instructions.len() + self.edits.as_ref().map_or(0, |e| e.added.len())
-    }
-
-    /// Every instruction but those of deferred bodies, by id.
-    pub fn instrs(&self) -> impl Iterator<Item = (InstrId, &Instruction)> {
-        let edits = self.edits.as_deref();
-        let own = self.instructions.iter().enumerate().map(move |(i, own)| {
-            let id = InstrId(i as u32);
-            (id, edits.and_then(|e| e.replaced.get(&id)).unwrap_or(own))
-        });
-        let added = edits.into_iter().flat_map(|e| {
-            (e.first_added..)
-                .zip(&e.added)
-                .map(|(i, a)| (InstrId(i), a))
-        });
-        own.chain(added)
-    }
-
-    /// An instruction's name, without the `%`.
-    pub fn instr_name(&self, id: InstrId) -> &str {
-        self.instr(id).name.as_str(&self.file.text)
-    }
-
-    /// `custom_call_target="..."`, unescaped.
-    pub fn custom_call_target(&self, id: InstrId) -> Option<std::borrow::Cow<'_, str>> {
-        let text = self.slice(self.instr(id).custom_call_target?);
-        // Borrowed unless there is an escape to undo.
-        Some(if text.contains('\\') {
-            super::metadata::unescape(text).into()
-        } else {
-            text.into()
-        })
-    }
-
-    /// A fusion's `kind` (`kLoop`, `kInput`, `kOutput`, `kCustom`).
-    pub fn fusion_kind(&self, id: InstrId) -> Option<&str> {
-        Some(self.slice(self.instr(id).fusion_kind?))
-    }
-
-    /// A computation, its body parsed first if it was deferred.
-    pub fn comp(&self, id: CompId) -> &Computation {
-        let comp = self.shell(id);
-        match comp.deferred {
-            Some(k) => self.deferred.computation(self, k),
-            None => comp,
-        }
-    }
-
-    /// A computation as listed: for a deferred one, its shell (header, no
-    /// body), without parsing it.
-    pub fn shell(&self, id: CompId) -> &Computation {
-        if id == self.entry {
-            if let Some(entry) = self.edits.as_ref().and_then(|e| e.entry.as_ref()) {
-                return entry;
-            }
-        }
-        &self.computations[id.index()]
-    }
-
-    pub fn comp_count(&self) -> usize {
-        self.computations.len()
-    }
-
-    /// Every computation as listed ([`Module::shell`]), by id.
-    pub fn shells(&self) -> impl Iterator<Item = (CompId, &Computation)> {
-        (0..self.comp_count() as u32).map(|c| (CompId(c), self.shell(CompId(c))))
-    }
-
-    /// The module's text; [`Span`]s index into it.
-    pub fn text(&self) -> &str {
-        &self.file.text
-    }
-
-    /// Whether `needle` occurs anywhere in the module's text or its metadata
-    /// values (set aside from it): a vectorized search, for the markers looked for in a whole dump (a backend's custom
-    /// calls, JAX's transformation names).
-    pub fn text_contains(&self, needle: &str) -> bool {
-        [&self.file.text, &self.file.set_aside.text]
-            .iter()
-            .any(|t| memchr::memmem::find(t.as_bytes(), needle.as_bytes()).is_some())
-    }
-
-    /// The file the module was read from.
-    pub fn path(&self) -> &Path {
-        &self.file.path
-    }
-
-    /// Instructions written in the text, deferred bodies included (recreated
-    /// `get-tuple-element`s are not counted).
-    pub fn instruction_count(&self) -> usize {
-        self.instrs().filter(|(_, i)| !i.synthetic).count() + self.deferred.line_count()
-    }
-
-    /// The first error met while parsing a deferred body on demand. The
-    /// pipeline asks after the report is built: an analysis that read a broken
-    /// body saw an empty one, and its numbers must not be shown.
-    pub fn deferred_error(&self) -> Result<(), crate::error::Error> {
-        match self.deferred.first_error() {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
-    }
-
-    pub fn entry(&self) -> &Computation {
-        self.comp(self.entry)
-    }
-
-    /// The text a span covers.
-    pub fn slice(&self, span: Span) -> &str {
-        self.file.text.get(span.range()).unwrap_or("")
-    }
-
-    /// The raw text of an attribute that has no typed field, e.g. `dimensions`.
-    pub fn attribute(&self, instr: InstrId, name: &str) -> Option<&str> {
-        self.instr(instr)
-            .attributes
-            .iter()
-            .find(|a| self.slice(a.name) == name)
-            .map(|a| match self.file.set_aside.piece(a.value) {
-                // `backend_config={...}`, set aside (`set_aside`).
-                Some(piece) => &self.file.set_aside.text[piece.range()],
-                None => self.slice(a.value),
-            })
-    }
-
-    /// Attribute name/value pairs of the header that have no typed field.
-    pub fn header_attribute(&self, name: &str) -> Option<&str> {
-        self.header
-            .other
-            .iter()
-            .find(|a| self.slice(a.name) == name)
-            .map(|a| self.slice(a.value))
-    }
-
-    /// The fields of an instruction's `metadata={...}`, parsed when asked for;
-    /// its spans index [`Module::metadata_text`].
-    pub fn metadata(&self, instr: InstrId) -> Metadata {
-        let (text, span) = self.metadata_source(instr);
-        super::metadata::parse(text, span)
-    }
-
-    /// The text an instruction's metadata was read from: the module's, or the
-    /// values set aside from it (`set_aside`), most often.
-    pub fn metadata_text(&self, instr: InstrId) -> &str {
-        self.metadata_source(instr).0
-    }
-
-    fn metadata_source(&self, instr: InstrId) -> (&str, Span) {
-        let span = self.instr(instr).metadata;
-        match self.file.set_aside.piece(span) {
-            Some(piece) => (&self.file.set_aside.text, piece),
-            None => (&self.file.text, span),
-        }
-    }
-
-    /// The `op_name` of an instruction's metadata, unescaped.
-    pub fn op_name(&self, instr: InstrId) -> Option<String> {
-        let (text, span) = self.metadata_source(instr);
-        op_name_in(text, &super::metadata::parse(text, span))
-    }
-
-    /// [`Module::op_name`] and [`Module::source_location`] from one read of the metadata.
-    pub fn origin(&self, instr: InstrId) -> (Option<String>, Option<SourceLocation>) {
-        let (text, span) = self.metadata_source(instr);
-        let metadata = super::metadata::parse(text, span);
-        let location = metadata.source_location(text, &self.stack_frames);
-        (op_name_in(text, &metadata), location)
-    }
-
-    /// [`Module::op_name`] and [`Module::stack`] from one read of the metadata.
-    pub fn op_name_and_stack(&self, instr: InstrId) -> (Option<String>, Vec<SourceLocation>) {
-        let (text, span) = self.metadata_source(instr);
-        let metadata = super::metadata::parse(text, span);
-        let stack = metadata.stack(text, &self.stack_frames);
-        (op_name_in(text, &metadata), stack)
-    }
-
-    /// Where in the user's program an instruction comes from, when the dump says.
-    pub fn source_location(&self, instr: InstrId) -> Option<SourceLocation> {
-        let (text, span) = self.metadata_source(instr);
-        super::metadata::parse(text, span).source_location(text, &self.stack_frames)
-    }
-
-    /// The call stack an instruction comes from, innermost first (empty when
-    /// the dump does not say).
-    pub fn stack(&self, instr: InstrId) -> Vec<SourceLocation> {
-        let (text, span) = self.metadata_source(instr);
-        super::metadata::parse(text, span).stack(text, &self.stack_frames)
-    }
-
-    /// Entry parameters in parameter-number order.
-    pub fn entry_parameters(&self) -> impl Iterator<Item = InstrId> + '_ {
-        self.entry().parameters.iter().copied()
-    }
-
-    /// The entry computation's root: the module's result.
-    pub fn entry_root(&self) -> InstrId {
-        self.entry().root
-    }
-}
-
-/// The `op_name` of `metadata` (read from `text`), unescaped.
-fn op_name_in(text: &str, metadata: &Metadata) -> Option<String> {
-    metadata
-        .op_name
-        .map(|s| super::metadata::unescape(text.get(s.range()).unwrap_or("")))
 }

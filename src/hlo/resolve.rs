@@ -10,12 +10,34 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::deferred::{Deferred, DeferredBody};
 use super::ir::*;
 use super::lower::{placeholder, RawComputation, Reference, Unresolved};
 use super::opcode::Opcode;
 use crate::error::Error;
 use crate::source::SourceFile;
+
+/// A module's names resolved: its computations (a deferred one as a shell),
+/// and the bodies left unread, for `deferred::Deferred`.
+pub(super) struct Resolved {
+    pub(super) computations: Vec<Computation>,
+    pub(super) entry: CompId,
+    pub(super) bodies: Vec<UnreadBody>,
+    /// Every computation by name, for the names a body read later calls.
+    pub(super) comp_ids: FxHashMap<Box<str>, CompId>,
+}
+
+/// A deferred body as loading leaves it: where its lines are, what they call
+/// (from the structural check), and the fusion that calls it.
+pub(super) struct UnreadBody {
+    pub(super) comp: CompId,
+    /// Its first line's number among every deferred line of the module.
+    pub(super) first: BodyInstr,
+    /// `(offset, length)` of each instruction line.
+    pub(super) lines: Vec<(u32, u32)>,
+    pub(super) calls: Vec<(CallRole, CompId)>,
+    /// The fusion that calls it, when one read at load does.
+    pub(super) caller: Option<InstrId>,
+}
 
 /// Fills in the operands, called computations and control predecessors of the
 /// lowered `instructions` (in place), appends the recreated get-tuple-elements,
@@ -25,7 +47,7 @@ pub(super) fn resolve(
     raw: Vec<RawComputation>,
     instructions: &mut Vec<Instruction>,
     unresolved: Vec<Unresolved>,
-) -> Result<(Vec<Computation>, CompId, Deferred), Error> {
+) -> Result<Resolved, Error> {
     let error_at = |r: &Reference, title: String, label: &str| {
         Error::at(file, r.offset..r.offset + r.name.len() + 1, title, label)
     };
@@ -84,7 +106,7 @@ pub(super) fn resolve(
         || shells(file, &comp_ids, deferred_raw),
         || eager(file, &comp_ids, entry, eager_raw, unresolved, instructions),
     );
-    let (shells, deferred_bodies, eager) = match (deferred_half, eager_half) {
+    let (shells, mut bodies, eager) = match (deferred_half, eager_half) {
         (Ok((shells, bodies)), Ok(eager)) => (shells, bodies, eager),
         (Err((a, e)), Err((b, f))) => return Err(if a < b { e } else { f }),
         (Err((_, e)), _) | (_, Err((_, e))) => return Err(e),
@@ -99,23 +121,26 @@ pub(super) fn resolve(
         .collect();
     // Each deferred body learns the fusion that calls it, whose operands its
     // parameters must match when it is parsed.
-    let mut callers = vec![None; deferred_bodies.len()];
     for (i, instr) in instructions.iter().enumerate() {
         if instr.opcode != Opcode::Fusion {
             continue;
         }
         for &(role, callee) in instr.called.iter() {
             if let (CallRole::Calls, Some(k)) = (role, computations[callee.index()].deferred) {
-                callers[k as usize] = Some(InstrId(i as u32));
+                bodies[k.0 as usize].caller = Some(InstrId::arena(i));
             }
         }
     }
-    let comp_names = comp_ids
+    let comp_ids = comp_ids
         .into_iter()
         .map(|(name, id)| (Box::from(name), id))
         .collect();
-    let deferred = Deferred::new(comp_names, deferred_bodies, callers);
-    Ok((computations, entry, deferred))
+    Ok(Resolved {
+        computations,
+        entry,
+        bodies,
+        comp_ids,
+    })
 }
 
 /// "computation `%x` has no instructions".
@@ -158,7 +183,7 @@ fn eager(
         let names: Vec<Unresolved> = unresolved.by_ref().take(comp.instructions.len()).collect();
         let mut arena = Arena {
             instructions: &mut *instructions,
-            id_base: 0,
+            body: None,
             start: comp.instructions.start,
         };
         let resolved = resolve_computation(
@@ -183,7 +208,7 @@ fn shells(
     file: &SourceFile,
     comp_ids: &FxHashMap<&str, CompId>,
     deferred: Vec<(usize, RawComputation)>,
-) -> Result<(Vec<(usize, Computation)>, Vec<DeferredBody>), (usize, Error)> {
+) -> Result<(Vec<(usize, Computation)>, Vec<UnreadBody>), (usize, Error)> {
     let mut shells = Vec::with_capacity(deferred.len());
     let mut bodies = Vec::with_capacity(deferred.len());
     let mut next_deferred_id = 0u32;
@@ -196,7 +221,7 @@ fn shells(
         next_deferred_id = u32::try_from(d.lines.len())
             .ok()
             .and_then(|n| base.checked_add(n))
-            .filter(|&end| end < InstrId::DEFERRED)
+            .filter(|&end| end < InstrId::LIMIT)
             .ok_or_else(|| {
                 let r = &comp.name;
                 (
@@ -235,63 +260,60 @@ fn shells(
                 name: comp.name.name.to_string(),
                 is_entry: false,
                 instructions: Vec::new(),
-                root: InstrId(InstrId::DEFERRED | (base + root as u32)),
+                root: InstrId::body(BodyInstr(base + root as u32)),
                 parameters: Vec::new(),
                 execution_thread: comp.execution_thread,
                 span: comp.span,
-                deferred: Some(bodies.len() as u32),
+                deferred: Some(BodyId(bodies.len() as u32)),
             },
         ));
-        bodies.push(DeferredBody::new(CompId(ci as u32), base, d.lines, calls));
+        bodies.push(UnreadBody {
+            comp: CompId(ci as u32),
+            first: BodyInstr(base),
+            lines: d.lines,
+            calls,
+            caller: None,
+        });
     }
     Ok((shells, bodies))
 }
 
-/// Where one computation's instructions live: the module's arena (ids are
-/// indices) or a deferred body's own (ids carry [`InstrId::DEFERRED`]).
+/// Where one computation's instructions live: the module's arena, or a
+/// deferred body's own list (its ids are [`Place::Body`] ids).
 pub(super) struct Arena<'v> {
     pub(super) instructions: &'v mut Vec<Instruction>,
-    /// The id of `instructions[0]`.
-    pub(super) id_base: u32,
+    /// For a body's list: the body line of `instructions[0]`.
+    pub(super) body: Option<BodyInstr>,
     /// The computation's first instruction in `instructions`.
     pub(super) start: usize,
 }
 
 impl Arena<'_> {
+    /// The id of the computation's instruction `i`.
     fn id(&self, i: usize) -> InstrId {
-        InstrId(self.id_base + (self.start + i) as u32)
+        self.id_at(self.start + i)
+    }
+    /// The id of `instructions[slot]`.
+    fn id_at(&self, slot: usize) -> InstrId {
+        match self.body {
+            None => InstrId::arena(slot),
+            Some(first) => InstrId::body(BodyInstr(first.0 + slot as u32)),
+        }
+    }
+    fn slot(&self, id: InstrId) -> usize {
+        match (id.place(), self.body) {
+            (Place::Arena(n), None) => n,
+            (Place::Body(line), Some(first)) => (line.0 - first.0) as usize,
+            _ => unreachable!("a computation's ids are of its own list"),
+        }
     }
     fn get(&self, id: InstrId) -> &Instruction {
-        &self.instructions[(id.0 - self.id_base) as usize]
+        &self.instructions[self.slot(id)]
     }
     fn get_mut(&mut self, id: InstrId) -> &mut Instruction {
-        &mut self.instructions[(id.0 - self.id_base) as usize]
+        let slot = self.slot(id);
+        &mut self.instructions[slot]
     }
-}
-
-/// Resolves the names of one computation's lowered instructions (`names`, in
-/// line order) in place in `arena`, recreating compact get-tuple-elements.
-/// What is wrong with a computation's parameter numbers, sorted: which one
-/// (its index in `sorted`) and what, in words after "parameter(N) of `%c`".
-/// XLA's parser wants `0..n` once each (a number past the count aborts it).
-pub(super) fn parameter_numbers_problem(sorted: &[u64]) -> Option<(usize, String)> {
-    let count = sorted.len();
-    // A number past the count is surely the wrong one (with 0 and 7 of two,
-    // the 7): named before a gap, which only says where numbering broke.
-    if sorted.last().is_some_and(|&n| n >= count as u64) {
-        return Some((
-            count - 1,
-            format!("is out of range: it has {count} parameter(s), numbered from 0"),
-        ));
-    }
-    sorted.iter().enumerate().find_map(|(expected, &n)| {
-        let what = match n.cmp(&(expected as u64)) {
-            std::cmp::Ordering::Equal => return None,
-            std::cmp::Ordering::Less => "is declared twice",
-            std::cmp::Ordering::Greater => "skips a number",
-        };
-        Some((expected, what.to_string()))
-    })
 }
 
 /// XLA reads a module top to bottom and knows only the computations above
@@ -309,6 +331,8 @@ fn called_before_defined(file: &SourceFile, offset: usize, name: &str) -> Error 
     )
 }
 
+/// Resolves the names of one computation's lowered instructions (`names`, in
+/// line order) in place in `arena`, recreating compact get-tuple-elements.
 pub(super) fn resolve_computation(
     file: &SourceFile,
     comp_id_of: &dyn Fn(&str) -> Option<CompId>,
@@ -392,7 +416,7 @@ pub(super) fn resolve_computation(
                 current = match synthetic_ids.entry((target, path.clone())) {
                     Entry::Occupied(e) => *e.get(),
                     Entry::Vacant(e) => {
-                        let gte = InstrId(arena.id_base + arena.instructions.len() as u32);
+                        let gte = arena.id_at(arena.instructions.len());
                         let suffix: Vec<String> = path.iter().map(u64::to_string).collect();
                         arena.instructions.push(Instruction {
                             name: Name::Own(format!("{}_{}", r.name, suffix.join("_")).into()),
@@ -463,7 +487,7 @@ pub(super) fn resolve_computation(
     }
     params.sort_by_key(|(n, _, _)| *n);
     let numbers: Vec<u64> = params.iter().map(|(n, ..)| *n).collect();
-    if let Some((k, problem)) = parameter_numbers_problem(&numbers) {
+    if let Some((k, problem)) = super::counts::parameter_numbers_problem(&numbers) {
         return Err(error_at(
             &params[k].2,
             format!("parameter({}) of `%{}` {problem}", numbers[k], comp.name),

@@ -17,6 +17,7 @@
 
 use std::cell::RefCell;
 
+use super::counts::{arity, Arity};
 use super::ir::*;
 use super::lower::ShapeCache;
 use super::opcode::Opcode;
@@ -47,24 +48,32 @@ pub(super) fn verify(
     Ok(())
 }
 
+/// What [`verify_body`] reads of the module a body is in.
+pub(super) struct Context<'a> {
+    pub(super) file: &'a SourceFile,
+    /// As listed: a deferred computation as its shell.
+    pub(super) computations: &'a [Computation],
+    /// `is_scheduled=true` in the header.
+    pub(super) scheduled: bool,
+}
+
 /// The rules of [`verify`] for a deferred body `comp` (computation `callee`),
 /// once it is parsed, and the signature of the fusion that calls it, if known
 /// (checked here rather than at load, where the body was not read). `lookup`
 /// finds its instructions and the module's.
 pub(super) fn verify_body<'a>(
-    file: &'a SourceFile,
-    module: &'a Module,
+    module: Context<'a>,
     (callee, comp): (CompId, &Computation),
     caller: Option<InstrId>,
     lookup: &'a dyn Fn(InstrId) -> &'a Instruction,
 ) -> Result<(), Error> {
     let check = Verifier {
-        file,
-        computations: &module.computations,
+        file: module.file,
+        computations: module.computations,
         lookup,
         declared: RefCell::default(),
     };
-    check.computation(comp, module.header.is_scheduled)?;
+    check.computation(comp, module.scheduled)?;
     match caller {
         Some(caller) => check.signature(caller, (CallRole::Calls, callee), comp),
         None => Ok(()),
@@ -84,77 +93,6 @@ impl<'a> Verifier<'a> {
     fn name_of(&self, instr: &'a Instruction) -> &'a str {
         instr.name.as_str(&self.file.text)
     }
-}
-
-/// How many operands an opcode may have.
-#[derive(Clone, Copy)]
-pub(super) enum Arity {
-    Exactly(usize),
-    AtLeast(usize),
-}
-
-impl Arity {
-    pub(super) fn admits(self, n: usize) -> bool {
-        match self {
-            Arity::Exactly(k) => n == k,
-            Arity::AtLeast(k) => n >= k,
-        }
-    }
-}
-
-/// `2` or `at least 1`: how many operands, in a message.
-impl std::fmt::Display for Arity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Arity::Exactly(k) => write!(f, "{k}"),
-            Arity::AtLeast(k) => write!(f, "at least {k}"),
-        }
-    }
-}
-
-/// The operand counts XLA's verifier enforces, for the opcodes whose operands
-/// the dataflow and sharing rules read; others (and unknown opcodes) are free.
-pub(super) fn arity(opcode: &Opcode) -> Option<Arity> {
-    use Opcode::*;
-    Some(match opcode {
-        Parameter | Constant | Iota => Arity::Exactly(0),
-        GetTupleElement
-        | Bitcast
-        | Copy
-        | CopyStart
-        | CopyDone
-        | While
-        | AllReduceDone
-        | AllGatherDone
-        | CollectivePermuteDone
-        | AsyncDone
-        | Reshape
-        | Transpose
-        | Broadcast
-        | Convert
-        | BitcastConvert
-        | Reverse
-        | Slice
-        | Negate
-        | Abs
-        | Exp
-        | Log
-        | Sqrt
-        | Rsqrt
-        | Tanh
-        | Logistic
-        | Not
-        | Sign
-        | Floor
-        | Ceil => Arity::Exactly(1),
-        Add | Subtract | Multiply | Divide | Maximum | Minimum | Power | Remainder | And | Or
-        | Xor | Compare | Atan2 | Complex | ShiftLeft | ShiftRightArithmetic
-        | ShiftRightLogical => Arity::Exactly(2),
-        Select | Clamp => Arity::Exactly(3),
-        DynamicUpdateSlice => Arity::AtLeast(2),
-        DynamicSlice | Conditional => Arity::AtLeast(1),
-        _ => return None,
-    })
 }
 
 /// Same structure, element types and dimensions; layouts are not compared.

@@ -251,7 +251,7 @@ pub fn links(msg: &OomMessage, module: &Module, model: &MemoryModel) -> DumpLink
             of: module.entry().parameters.len() as u64,
         });
     }
-    let op_names = || (0..module.instr_count()).filter_map(|i| module.op_name(InstrId(i as u32)));
+    let op_names = || (0..module.instr_count()).filter_map(|i| module.op_name(InstrId::arena(i)));
     let training_evidence = op_names().find(|o| super::situation::is_autodiff(o));
     let remat_evidence = op_names()
         .find(|o| o.contains("checkpoint") || o.contains("remat"))

@@ -12,7 +12,7 @@ pub use read::{decode, xla_reports};
 use rayon::prelude::*;
 
 use crate::error::Error;
-use crate::hlo::{self, Module};
+use crate::hlo::{self, LazyModule, Module};
 use crate::report::{self, Report};
 use crate::{analysis, chip, findings, source, usage};
 
@@ -31,19 +31,19 @@ pub fn parse_text(path: impl Into<PathBuf>, text: impl Into<String>) -> Result<M
 }
 
 /// Parses HLO text as the analysis does: fusion bodies are parsed when an
-/// analysis reads them. After the analysis, [`Module::deferred_error`] says
-/// whether a body read on demand was broken.
+/// analysis reads them, through [`LazyModule::read`], which fails if a body
+/// read was broken.
 pub fn parse_text_on_demand(
     path: impl Into<PathBuf>,
     text: impl Into<String>,
-) -> Result<Module, Error> {
+) -> Result<LazyModule, Error> {
     hlo::parse_module(source::SourceFile::from_text(path, text))
 }
 
 /// The parser the analysis uses: fusion bodies on demand, or all at load.
-fn parse(file: source::SourceFile, strict: bool) -> Result<Module, Error> {
+fn parse(file: source::SourceFile, strict: bool) -> Result<LazyModule, Error> {
     if strict {
-        hlo::parse_module_complete(file)
+        hlo::parse_module_complete(file).map(LazyModule::from)
     } else {
         hlo::parse_module(file)
     }
@@ -170,30 +170,30 @@ pub fn load_and_model(
     path: &Path,
     backend: Option<chip::Backend>,
     tpu_version: Option<chip::TpuVersion>,
-) -> Result<(Module, analysis::MemoryModel), Error> {
+) -> Result<(LazyModule, analysis::MemoryModel), Error> {
     let options = AnalyzeOptions {
         backend,
         tpu_version,
         ..Default::default()
     };
     let (module, target) = parse_path(path, options)?;
-    let model = model_of(&module, &target)?;
+    let model = module.read(|module| model_of(module, &target))??;
     Ok((module, model))
 }
 
-/// A module with its memory model, and what its report reads of the module
-/// alone ([`usage::ModuleFacts`], read beside the accounting: the longest
-/// stages of the accounting keep one core busy and leave the other idle).
+/// A module's memory model, and what its report reads of the module alone
+/// ([`usage::ModuleFacts`], read beside the accounting: the longest stages of
+/// the accounting keep one core busy and leave the other idle).
 struct Analyzed {
-    module: Module,
     model: analysis::MemoryModel,
     facts: usage::ModuleFacts,
 }
 
 /// Reads and parses one HLO file, and finds its target.
-fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(Module, chip::Target), Error> {
+fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(LazyModule, chip::Target), Error> {
     let module = parse(read::read_source(path)?, options.strict)?;
-    let target = target_of(&module, path, options.backend, options.tpu_version);
+    let target =
+        module.read(|module| target_of(module, path, options.backend, options.tpu_version))?;
     Ok((module, target))
 }
 
@@ -201,32 +201,30 @@ fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(Module, chip::Tar
 /// known to fit in 64 bits.
 fn model_of(module: &Module, target: &chip::Target) -> Result<analysis::MemoryModel, Error> {
     check_sizes(module, target)?;
-    let model = analysis::analyze(module, target);
-    // A fusion body the accounting read but could not parse was empty to it.
-    module.deferred_error()?;
-    Ok(model)
+    Ok(analysis::analyze(module, target))
 }
 
 /// [`model_of`], with the module's facts read beside it.
-fn analyzed(module: Module, target: chip::Target) -> Result<Analyzed, Error> {
+fn analyzed(module: &Module, target: chip::Target) -> Result<Analyzed, Error> {
     let (model, facts) = rayon::join(
-        || model_of(&module, &target),
-        || usage::ModuleFacts::read(&module),
+        || model_of(module, &target),
+        || usage::ModuleFacts::read(module),
     );
     Ok(Analyzed {
         model: model?,
-        module,
         facts,
     })
 }
 
-/// [`load_and_model`] for an input, which may be text read already
-/// (standard input): that text has no folder, so the TPU chip comes from
-/// `tpu_version` or is assumed.
-fn load_input(input: &inputs::Input, options: AnalyzeOptions) -> Result<Analyzed, Error> {
+/// [`parse_path`] for an input, which may be text read already (standard
+/// input): that text has no folder, so the TPU chip comes from `tpu_version`
+/// or is assumed.
+fn load_input(
+    input: &inputs::Input,
+    options: AnalyzeOptions,
+) -> Result<(LazyModule, chip::Target), Error> {
     let Some(bytes) = &input.bytes else {
-        let (module, target) = parse_path(&input.path, options)?;
-        return analyzed(module, target);
+        return parse_path(&input.path, options);
     };
     if bytes.len() as u64 > source::MAX_FILE_BYTES {
         return Err(Error::TooLarge {
@@ -235,9 +233,11 @@ fn load_input(input: &inputs::Input, options: AnalyzeOptions) -> Result<Analyzed
         });
     }
     let module = parse(read::decode(&input.path, bytes.to_vec())?, options.strict)?;
-    let target = chip::Target::resolve(&module, options.backend)
-        .with_tpu_version(options.tpu_version.map(|v| (v, chip::ChipSource::User)));
-    analyzed(module, target)
+    let target = module.read(|module| {
+        chip::Target::resolve(module, options.backend)
+            .with_tpu_version(options.tpu_version.map(|v| (v, chip::ChipSource::User)))
+    })?;
+    Ok((module, target))
 }
 
 /// The report of a module with its memory model: the findings (what-if runs
@@ -274,16 +274,25 @@ fn analyze_one(
     if let Some(reason) = &input.unreadable {
         return Err(Error::Usage(reason.clone()));
     }
-    let Analyzed {
-        module,
-        model,
-        facts,
-    } = load_input(input, options)?;
-    let target = &model.target;
-    let mut summary = report_with_facts(&module, &model, facts);
+    let (module, target) = load_input(input, options)?;
     // A fusion body read on demand that did not parse left the analysis an
-    // empty body: the numbers cannot be shown.
-    module.deferred_error()?;
+    // empty body: the read fails, and the numbers are not shown.
+    let summary = module.read(|module| summarize_one(module, target, input, options));
+    // Freeing a big module's IR takes a tenth of a second: off the critical path.
+    rayon::spawn(move || drop(module));
+    summary?
+}
+
+/// [`analyze_one`] once the module is parsed and its target known.
+fn summarize_one(
+    module: &Module,
+    target: chip::Target,
+    input: &inputs::Input,
+    options: AnalyzeOptions,
+) -> Result<(report::ModuleReport, Option<(PathBuf, Error)>), Error> {
+    let Analyzed { model, facts } = analyzed(module, target)?;
+    let target = &model.target;
+    let mut summary = report_with_facts(module, &model, facts);
     if target.chip_source == Some(chip::ChipSource::Assumed) {
         summary.notes.push(
             "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
@@ -292,7 +301,7 @@ fn analyze_one(
         );
     }
     // Detected again only to say when --backend contradicts the text.
-    let detected = options.backend.map(|_| chip::Target::detect(&module));
+    let detected = options.backend.map(|_| chip::Target::detect(module));
     if let Some(detected) = detected
         .filter(|d| d.backend != target.backend && matches!(d.evidence, chip::Evidence::Marker(_)))
     {
@@ -325,7 +334,7 @@ fn analyze_one(
     let mut verify_error = None;
     if options.verify {
         summary.verification = Some(match read::xla_reports(&input.path) {
-            Ok(Some(xla)) => analysis::verify::verify(&module, &model, &xla),
+            Ok(Some(xla)) => analysis::verify::verify(module, &model, &xla),
             Ok(None) => {
                 verify_error = Some((
                     input.path.clone(),
@@ -345,8 +354,7 @@ fn analyze_one(
             }
         });
     }
-    // Freeing a big module's IR takes a tenth of a second: off the critical path.
-    rayon::spawn(move || drop((module, model)));
+    rayon::spawn(move || drop(model));
     Ok((summary, verify_error))
 }
 
@@ -410,9 +418,9 @@ pub fn link_dump(
     let best = inputs
         .par_iter()
         .map(
-            |path| -> Result<(f64, Module, analysis::MemoryModel), Error> {
+            |path| -> Result<(f64, LazyModule, analysis::MemoryModel), Error> {
                 let (module, model) = load_and_model(path, None, None)?;
-                let d = crate::oom::dump::distance(msg, &module, &model);
+                let d = module.read(|module| crate::oom::dump::distance(msg, module, &model))?;
                 Ok((d, module, model))
             },
         )
@@ -424,5 +432,5 @@ pub fn link_dump(
             dir.display()
         ))
     })?;
-    Ok(crate::oom::dump::links(msg, &module, &model))
+    module.read(|module| crate::oom::dump::links(msg, module, &model))
 }

@@ -251,7 +251,7 @@ fn a_byte_order_mark_is_skipped() {
     )
     .and_then(hlomem::hlo::parse_module)
     .expect("a BOM is skipped");
-    assert_eq!(module.name, "jit_fn");
+    assert_eq!(module.read(|m| m.name.clone()).unwrap(), "jit_fn");
 }
 
 /// A closed or empty standard input is said to be so, not "no message found".

@@ -302,3 +302,36 @@ ENTRY %main (a: f32[4096], b: f32[4096]) -> f32[4096] {{
     // Spacing changes nothing.
     assert_eq!(temps[2], temps[4], "{temps:?}");
 }
+
+/// A body that passes the check at load but not its reading (an element type
+/// XLA does not have) cannot be read past: `LazyModule::read` returns its
+/// error, at its line, instead of what the closure computed from the empty
+/// body it saw; the module's other reads fail too, and so does completing it.
+#[test]
+fn a_body_that_fails_when_read_fails_the_read() {
+    let text = "HloModule m\n\n\
+        %fused (p: f32[4]) -> f32[4] {\n  \
+          %p = f32[4]{0} parameter(0)\n  \
+          %q = f33[4]{0} negate(%p)\n  \
+          ROOT %n = f32[4]{0} negate(%q)\n}\n\n\
+        ENTRY %e (x: f32[4]) -> f32[4] {\n  \
+          %x = f32[4]{0} parameter(0)\n  \
+          ROOT %f = f32[4]{0} fusion(%x), kind=kLoop, calls=%fused\n}\n";
+    assert!(
+        hlomem::parse_text("m.txt", text).is_err(),
+        "a full parse refuses the body"
+    );
+    let module = hlomem::parse_text_on_demand("m.txt", text).expect("the check at load passes");
+    // Nothing read the body yet: reading the entry alone succeeds.
+    let entry = module.read(|m| m.entry().instructions.len()).unwrap();
+    assert_eq!(entry, 2);
+    let read = module.read(|m| m.comp(hlomem::hlo::CompId(0)).instructions.len());
+    let error = read.expect_err("the body's error, not its empty reading");
+    let (_, line, _) = error.location().expect("points at the body");
+    assert_eq!(line, 5, "{error}");
+    assert!(
+        module.read(|m| m.name.clone()).is_err(),
+        "every later read fails"
+    );
+    assert!(module.into_complete().is_err());
+}

@@ -21,9 +21,12 @@ fn refused(text: &str, expected: &str, line: usize) {
     for (mode, result) in [
         (
             "on demand",
-            hlomem::parse_text_on_demand("m.txt", text.to_string()),
+            hlomem::parse_text_on_demand("m.txt", text.to_string()).map(drop),
         ),
-        ("complete", hlomem::parse_text("m.txt", text.to_string())),
+        (
+            "complete",
+            hlomem::parse_text("m.txt", text.to_string()).map(drop),
+        ),
     ] {
         let error = match result {
             Ok(_) => panic!("{mode}: accepted\n{text}"),

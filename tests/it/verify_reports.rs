@@ -456,6 +456,7 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
     let mut ties = 0;
     for (d, dump) in dumps.iter().enumerate() {
         let (module, model) = hlomem::pipeline::load_and_model(&dump.hlo, None, None).unwrap();
+        let module = module.into_complete().unwrap();
         let intact = rejected(&module, &model, &dump.reports, "");
         assert!(
             intact.is_err(),
@@ -616,7 +617,9 @@ fn corpus_mutated_reports_are_rejected() {
         .into_iter()
         .filter(|dump| {
             let (module, model) = hlomem::pipeline::load_and_model(&dump.hlo, None, None).unwrap();
-            rejected(&module, &model, &dump.reports, "").is_err()
+            module
+                .read(|module| rejected(module, &model, &dump.reports, "").is_err())
+                .unwrap()
         })
         .collect();
     assert!(

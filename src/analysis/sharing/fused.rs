@@ -7,18 +7,37 @@
 //! parsed, which on an unrolled training step is a tenth of the body lines the
 //! rules would otherwise parse.
 
-use crate::hlo::{CompId, InstrId, Module, Opcode, Shape};
+use crate::hlo::{BodyId, BodyLine, CompId, InstrId, Module, Opcode, Shape};
 
 #[derive(Clone, Copy)]
 pub(super) enum Fused<'m> {
     Parsed(&'m Module, CompId),
     /// Deferred body `k`, not parsed yet.
-    Lines(&'m Module, u32),
+    Lines(&'m Module, BodyId),
 }
 
 /// An instruction of a [`Fused`] body: an id in the IR, or a line of the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Node(u32);
+pub(super) enum Node {
+    Instr(InstrId),
+    Line(BodyLine),
+}
+
+impl Node {
+    fn instr(self) -> InstrId {
+        match self {
+            Node::Instr(id) => id,
+            Node::Line(_) => unreachable!("a parsed body's nodes are instructions"),
+        }
+    }
+
+    fn line(self) -> BodyLine {
+        match self {
+            Node::Line(line) => line,
+            Node::Instr(_) => unreachable!("an unparsed body's nodes are lines"),
+        }
+    }
+}
 
 impl<'m> Fused<'m> {
     pub(super) fn body(module: &'m Module, comp: CompId) -> Fused<'m> {
@@ -30,34 +49,34 @@ impl<'m> Fused<'m> {
 
     pub(super) fn root(self) -> Node {
         match self {
-            Fused::Parsed(module, comp) => Node(module.comp(comp).root.0),
-            Fused::Lines(module, k) => Node(module.deferred.root_line(module, k)),
+            Fused::Parsed(module, comp) => Node::Instr(module.comp(comp).root),
+            Fused::Lines(module, k) => Node::Line(module.deferred.root_line(module, k)),
         }
     }
 
     pub(super) fn opcode(self, n: Node) -> &'m Opcode {
         match self {
-            Fused::Parsed(module, _) => &module.instr(InstrId(n.0)).opcode,
-            Fused::Lines(module, k) => module.deferred.line_opcode(module, k, n.0),
+            Fused::Parsed(module, _) => &module.instr(n.instr()).opcode,
+            Fused::Lines(module, k) => module.deferred.line_opcode(module, k, n.line()),
         }
     }
 
     pub(super) fn shape(self, n: Node) -> &'m Shape {
         match self {
-            Fused::Parsed(module, _) => &module.instr(InstrId(n.0)).shape,
-            Fused::Lines(module, k) => &module.deferred.line(module, k, n.0).shape,
+            Fused::Parsed(module, _) => &module.instr(n.instr()).shape,
+            Fused::Lines(module, k) => &module.deferred.line(module, k, n.line()).shape,
         }
     }
 
     pub(super) fn operands(self, n: Node) -> Vec<Node> {
         match self {
             Fused::Parsed(module, _) => {
-                let operands = &module.instr(InstrId(n.0)).operands;
-                operands.iter().map(|o| Node(o.0)).collect()
+                let operands = &module.instr(n.instr()).operands;
+                operands.iter().map(|&o| Node::Instr(o)).collect()
             }
             Fused::Lines(module, k) => {
-                let operands = &module.deferred.line(module, k, n.0).operands;
-                operands.iter().map(|&o| Node(o)).collect()
+                let operands = &module.deferred.line(module, k, n.line()).operands;
+                operands.iter().map(|&o| Node::Line(o)).collect()
             }
         }
     }
@@ -65,8 +84,8 @@ impl<'m> Fused<'m> {
     /// `N` if `n` is `parameter(N)`.
     pub(super) fn parameter_number(self, n: Node) -> Option<u64> {
         let number = match self {
-            Fused::Parsed(module, _) => module.instr(InstrId(n.0)).parameter_number,
-            Fused::Lines(module, k) => module.deferred.line(module, k, n.0).parameter_number,
+            Fused::Parsed(module, _) => module.instr(n.instr()).parameter_number,
+            Fused::Lines(module, k) => module.deferred.line(module, k, n.line()).parameter_number,
         };
         number.filter(|_| *self.opcode(n) == Opcode::Parameter)
     }
@@ -76,9 +95,12 @@ impl<'m> Fused<'m> {
         match self {
             Fused::Parsed(module, comp) => {
                 let params = &module.comp(comp).parameters;
-                params.get(number as usize).map(|p| Node(p.0))
+                params.get(number as usize).map(|&p| Node::Instr(p))
             }
-            Fused::Lines(module, k) => module.deferred.parameter_line(module, k, number).map(Node),
+            Fused::Lines(module, k) => module
+                .deferred
+                .parameter_line(module, k, number)
+                .map(Node::Line),
         }
     }
 
@@ -89,12 +111,12 @@ impl<'m> Fused<'m> {
                 let instrs = &module.comp(comp).instructions;
                 let users = instrs
                     .iter()
-                    .filter(|&&i| module.instr(i).operands.contains(&InstrId(n.0)));
-                users.map(|i| Node(i.0)).collect()
+                    .filter(|&&i| module.instr(i).operands.contains(&n.instr()));
+                users.map(|&i| Node::Instr(i)).collect()
             }
             Fused::Lines(module, k) => {
-                let users = module.deferred.line_users(module, k, n.0);
-                users.iter().map(|&u| Node(u)).collect()
+                let users = module.deferred.line_users(module, k, n.line());
+                users.iter().map(|&u| Node::Line(u)).collect()
             }
         }
     }

@@ -88,7 +88,7 @@ pub(super) struct RawComputation<'a> {
 /// A deferred computation's lines, as `(offset, length)`, and its ROOT line.
 pub(super) struct DeferredLines<'a> {
     pub(super) lines: Vec<(u32, u32)>,
-    pub(super) structure: super::deferred::Structure<'a>,
+    pub(super) structure: super::structure::Structure<'a>,
 }
 
 impl<'a> RawComputation<'a> {
@@ -610,12 +610,12 @@ fn lower_attribute<'a>(
             if let (Some(key), Some(name)) = (parts.next(), parts.next()) {
                 instr
                     .called
-                    .push((call_role(key.as_str()), reference(&name)));
+                    .push((CallRole::of_key(key.as_str()), reference(&name)));
             }
         }
         Rule::called_list_attr => {
             let mut parts = pair.into_inner();
-            let role = call_role(parts.next().map_or("", |k| k.as_str()));
+            let role = CallRole::of_key(parts.next().map_or("", |k| k.as_str()));
             for name in parts.flat_map(|list| list.into_inner()) {
                 instr.called.push((role, reference(&name)));
             }
@@ -654,19 +654,6 @@ fn lower_attribute<'a>(
         _ => instr.attributes.push(raw_attribute(at, &pair)),
     }
     Ok(())
-}
-
-pub(super) fn call_role(key: &str) -> CallRole {
-    match key {
-        "calls" => CallRole::Calls,
-        "to_apply" => CallRole::ToApply,
-        "condition" => CallRole::Condition,
-        "body" => CallRole::Body,
-        "select" => CallRole::Select,
-        "scatter" => CallRole::Scatter,
-        "called_computations" => CallRole::Called,
-        _ => CallRole::Branch, // branch_computations, true_computation, false_computation
-    }
 }
 
 /// Any attribute as `name` and `value` spans, split at the first `=`.

@@ -145,7 +145,7 @@ pub(super) fn lower_computations<'a>(
                             .map(|l| (l.offset as u32, l.text.len() as u32))
                             .collect();
                         let header = outline[c].header.text;
-                        crate::hlo::deferred::check_structure(file, name, header, &lines)
+                        crate::hlo::structure::check(file, name, header, &lines)
                             .map(|structure| DeferredLines { lines, structure })
                     })
                     .collect();
@@ -371,7 +371,8 @@ mod tests {
         text += &line;
         text += "  %g = f32[4]{0} get-tuple-element(%t), index=1\n";
         text += "  ROOT %n = f32[4]{0} negate(%g)\n}\n";
-        let module = crate::hlo::parse_module(SourceFile::from_text("long.txt", text)).unwrap();
+        let lazy = crate::hlo::parse_module(SourceFile::from_text("long.txt", text)).unwrap();
+        let module = lazy.unchecked();
         let entry = module.entry();
         let order: Vec<&str> = entry
             .instructions
@@ -409,7 +410,8 @@ mod tests {
               %f = f32[8]{0} fusion(%x), kind=kLoop, calls=%fused\n  \
               %zero = f32[] constant(0)\n  \
               ROOT %r = f32[] reduce(%f, %zero), dimensions={0}, to_apply=%outer\n}\n";
-        let module = crate::hlo::parse_module(SourceFile::from_text("rounds.txt", text)).unwrap();
+        let lazy = crate::hlo::parse_module(SourceFile::from_text("rounds.txt", text)).unwrap();
+        let module = lazy.unchecked();
         let in_id_order: Vec<&str> = module
             .instrs()
             .map(|(id, _)| module.instr_name(id))
@@ -418,7 +420,7 @@ mod tests {
         let file_order = ["a", "b", "sum", "c", "d", "call", "x", "f", "zero", "r"];
         assert_eq!(in_id_order, file_order);
         for (_, comp) in module.shells().filter(|(_, c)| c.deferred.is_none()) {
-            let ids: Vec<u32> = comp.instructions.iter().map(|i| i.0).collect();
+            let ids: Vec<usize> = comp.instructions.iter().map(|i| i.index()).collect();
             assert!(
                 ids.windows(2).all(|w| w[1] == w[0] + 1),
                 "{}: {ids:?}",
