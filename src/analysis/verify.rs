@@ -2,95 +2,61 @@
 //! beside the HLO, and lists every number where the two disagree. A
 //! disagreement means XLA's rules differ from hlomem's (a new XLA version, or a
 //! rule not yet understood); hlomem's own numbers never come from these files.
+//! The result is data (`difference.rs`); `report::verification` words it.
 
 mod allocations;
+mod difference;
 mod ranges;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
-use serde::Serialize;
+pub use difference::*;
 
 use super::dataflow::ValueId;
 use super::MemoryModel;
 use crate::hlo::Module;
 use crate::xla_report::XlaReports;
 
-#[derive(Debug, Serialize, schemars::JsonSchema)]
+/// What `--verify` found for one module.
+#[derive(Debug)]
 pub struct Verification {
     /// XLA's report files that were read.
-    pub files: Vec<String>,
+    pub files: Vec<PathBuf>,
     /// How many numbers were compared.
     pub checked: usize,
-    pub disagreements: Vec<Disagreement>,
-    /// Why some comparisons were skipped.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-#[derive(Debug, Serialize, schemars::JsonSchema)]
-pub struct Disagreement {
-    pub what: String,
-    pub hlomem: String,
-    pub xla: String,
+    pub differences: Vec<Difference>,
+    pub notes: Vec<Note>,
 }
 
 impl Verification {
-    /// Nothing could be compared, and why.
-    pub fn unavailable(why: &str) -> Verification {
-        Verification {
-            files: Vec::new(),
-            checked: 0,
-            disagreements: Vec::new(),
-            notes: vec![why.to_string()],
-        }
-    }
-
-    pub fn agrees(&self) -> bool {
-        self.disagreements.is_empty()
-    }
-
-    /// One number or fact compared: a disagreement unless `ours == theirs`.
-    fn compare<T: PartialEq + std::fmt::Display>(
-        &mut self,
-        what: impl Into<String>,
-        ours: T,
-        theirs: T,
-    ) {
+    /// One number or fact compared: a difference unless `ours == theirs`.
+    fn compare(&mut self, compared: Compared, ours: Found, theirs: Found) {
         self.checked += 1;
         if ours != theirs {
-            self.disagree(what, ours, theirs);
+            self.disagree(compared, ours, theirs);
         }
     }
 
-    fn disagree(&mut self, what: impl Into<String>, ours: impl ToString, theirs: impl ToString) {
-        self.disagreements.push(Disagreement {
-            what: what.into(),
-            hlomem: ours.to_string(),
-            xla: theirs.to_string(),
+    fn disagree(&mut self, compared: Compared, hlomem: Found, xla: Found) {
+        self.differences.push(Difference {
+            compared,
+            hlomem,
+            xla,
         });
     }
 }
 
-/// How many individual values to list before summarizing.
-const MAX_LISTED: usize = 10;
-
 pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verification {
     let mut v = Verification {
-        files: xla.files.iter().map(|p| p.display().to_string()).collect(),
+        files: xla.files.clone(),
         checked: 0,
-        disagreements: Vec::new(),
+        differences: Vec::new(),
         notes: Vec::new(),
     };
-    let check = |what: &str, ours: u64, theirs: Option<u64>, v: &mut Verification| {
+    let check = |compared: Compared, ours: u64, theirs: Option<u64>, v: &mut Verification| {
         if let Some(theirs) = theirs {
-            v.checked += 1;
-            if ours != theirs {
-                v.disagreements.push(Disagreement {
-                    what: what.to_string(),
-                    hlomem: ours.to_string(),
-                    xla: theirs.to_string(),
-                });
-            }
+            v.compare(compared, Found::Number(ours), Found::Number(theirs));
         }
     };
     let t = &model.totals;
@@ -99,7 +65,7 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
     let exact = |color: u64| model.target.space_is_exact(color);
     if t.total_exact {
         check(
-            "total bytes used",
+            Compared::TotalBytes,
             t.total_bytes,
             xla.total_bytes_used,
             &mut v,
@@ -124,16 +90,20 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
                 .map_or(0, |s| s.bytes);
             let name = model.target.space_name(color);
             if exact(color) {
+                let space = name.to_string();
                 check(
-                    &format!("bytes in memory space {name} (color {color})"),
+                    Compared::SpaceBytes { space, color },
                     ours,
                     Some(theirs),
                     &mut v,
                 );
             } else if ours != theirs {
-                v.notes.push(format!(
-                    "memory space {name} (color {color}): hlomem estimates {ours} bytes, XLA's memory-space assignment placed {theirs}"
-                ));
+                v.notes.push(Note::Estimated {
+                    space: name.to_string(),
+                    color,
+                    hlomem: ours,
+                    xla: theirs,
+                });
             }
         }
     }
@@ -157,25 +127,25 @@ pub fn verify(module: &Module, model: &MemoryModel, xla: &XlaReports) -> Verific
             )
         };
         check(
-            "argument bytes (parameter allocations)",
+            Compared::ArgumentBytes,
             t.argument_bytes,
             sum(&|a| a.is_parameter()),
             &mut v,
         );
         check(
-            "output bytes (maybe-live-out allocations)",
+            Compared::OutputBytes,
             t.output_bytes,
             sum(&|a| a.maybe_live_out),
             &mut v,
         );
         check(
-            "alias bytes (donated parameter allocations)",
+            Compared::AliasBytes,
             t.alias_bytes,
             sum(&|a| a.is_parameter() && a.maybe_live_out),
             &mut v,
         );
         check(
-            "temp bytes (preallocated-temp allocations)",
+            Compared::TempBytes,
             our_temp,
             sum(&|a| a.preallocated_temp),
             &mut v,
@@ -203,9 +173,9 @@ fn compare_total(model: &MemoryModel, xla: &XlaReports, v: &mut Verification) {
     if !xla.allocations.is_empty() {
         let sum: u64 = xla.allocations.iter().map(|a| a.size).sum();
         v.compare(
-            "XLA's \"Total bytes used\" against the sum of its allocations",
-            sum,
-            total,
+            Compared::ReportedTotal,
+            Found::Number(sum),
+            Found::Number(total),
         );
     }
     if model.totals.total_exact || xla.allocations.is_empty() {
@@ -226,9 +196,9 @@ fn compare_total(model: &MemoryModel, xla: &XlaReports, v: &mut Verification) {
         .map(|s| s.bytes)
         .sum();
     v.compare(
-        "total bytes used outside the spaces hlomem estimates",
-        ours,
-        total.saturating_sub(estimated),
+        Compared::TotalOutsideEstimates,
+        Found::Number(ours),
+        Found::Number(total.saturating_sub(estimated)),
     );
 }
 
@@ -255,14 +225,13 @@ fn compare_used_values(
     let mut differing = Vec::new();
     for used in &xla.used_values {
         v.checked += 1;
-        let name = value_name(&used.name, &used.index);
         if !xla.allocations.is_empty()
             && placed.get(&used.id) != Some(&(used.name.as_str(), used.index.as_slice()))
         {
-            differing.push(format!(
-                "value {} is {name} in the values report but not in the buffer-assignment report",
-                used.id
-            ));
+            differing.push(UsedValueDifference::NotInAllocations {
+                id: used.id,
+                value: ValueName::new(&used.name, &used.index),
+            });
             continue;
         }
         // Positions through compact `%t#i` operands are get-tuple-elements
@@ -288,24 +257,22 @@ fn compare_used_values(
         mine.sort();
         theirs.sort();
         if mine != theirs {
-            let show = |p: &[(String, Vec<u64>)]| {
-                list(&p.iter().map(|(n, i)| value_name(n, i)).collect::<Vec<_>>())
-            };
-            differing.push(format!(
-                "{name} at {} in XLA, at {} in hlomem",
-                show(&theirs),
-                show(&mine)
-            ));
+            let names =
+                |p: &[(String, Vec<u64>)]| p.iter().map(|(n, i)| ValueName::new(n, i)).collect();
+            differing.push(UsedValueDifference::Positions {
+                value: ValueName::new(&used.name, &used.index),
+                xla: names(&theirs),
+                hlomem: names(&mine),
+            });
         }
     }
     if !differing.is_empty() {
         v.disagree(
-            format!(
-                "{} used values differ in name or positions",
-                differing.len()
-            ),
-            "see XLA column",
-            list(&differing),
+            Compared::UsedValues {
+                differing: differing.len(),
+            },
+            Found::SeeXla,
+            Found::UsedValues(differing),
         );
     }
 }
@@ -348,20 +315,4 @@ fn value_index(module: &Module, model: &MemoryModel) -> HashMap<(String, Vec<u64
             )
         })
         .collect()
-}
-
-/// `add.9{1}`, as XLA's reports write a value.
-fn value_name(name: &str, index: &[u64]) -> String {
-    let index: Vec<String> = index.iter().map(u64::to_string).collect();
-    format!("{name}{{{}}}", index.join(","))
-}
-
-fn list(items: &[String]) -> String {
-    let shown: Vec<&str> = items.iter().take(MAX_LISTED).map(String::as_str).collect();
-    let more = items.len().saturating_sub(MAX_LISTED);
-    if more > 0 {
-        format!("{} and {more} more", shown.join(", "))
-    } else {
-        shown.join(", ")
-    }
 }

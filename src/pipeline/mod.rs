@@ -334,7 +334,7 @@ fn summarize_one(
     let mut verify_error = None;
     if options.verify {
         summary.verification = Some(match read::xla_reports(&input.path) {
-            Ok(Some(xla)) => analysis::verify::verify(module, &model, &xla),
+            Ok(Some(xla)) => analysis::verify::verify(module, &model, &xla).into(),
             Ok(None) => {
                 verify_error = Some((
                     input.path.clone(),
@@ -343,14 +343,14 @@ fn summarize_one(
                         input.path.display()
                     )),
                 ));
-                analysis::verify::Verification::unavailable(
+                report::verification::Verification::unavailable(
                     "no XLA report files beside the HLO file",
                 )
             }
             Err(e) => {
                 let note = e.to_string();
                 verify_error = Some((input.path.clone(), e));
-                analysis::verify::Verification::unavailable(&note)
+                report::verification::Verification::unavailable(&note)
             }
         });
     }

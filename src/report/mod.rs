@@ -3,6 +3,7 @@
 
 pub mod differences;
 pub mod explain;
+pub mod verification;
 
 use std::collections::BTreeMap;
 
@@ -98,7 +99,7 @@ pub struct ModuleReport {
     pub findings: Vec<FindingReport>,
     /// With `--verify`: where hlomem and XLA's own reports disagree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub verification: Option<crate::analysis::verify::Verification>,
+    pub verification: Option<verification::Verification>,
     /// Opcodes this version of hlomem does not know, with their counts.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unknown_opcodes: BTreeMap<String, usize>,

@@ -192,7 +192,9 @@ fn corpus_verify_finds_no_disagreement() {
         let xla = hlomem::pipeline::xla_reports(file)
             .unwrap()
             .expect("the corpus has XLA's reports");
-        let verification = hlomem::analysis::verify::verify(&module, &model, &xla);
+        let verification = hlomem::report::verification::Verification::from(
+            hlomem::analysis::verify::verify(&module, &model, &xla),
+        );
         let wrong: Vec<String> = verification
             .disagreements
             .iter()

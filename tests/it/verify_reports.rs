@@ -431,7 +431,9 @@ fn rejected(
         Err(error) => return Err(format!("refused, but with {error}")),
         Ok(xla) => xla,
     };
-    let verification = hlomem::analysis::verify::verify(module, model, &xla);
+    let verification = hlomem::report::verification::Verification::from(
+        hlomem::analysis::verify::verify(module, model, &xla),
+    );
     let whats: Vec<&str> = verification
         .disagreements
         .iter()

@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 
-use super::{list, value_name, Verification};
+use super::{Compared, Found, Kind, Note, ParameterPart, Role, ValueName, Verification};
 use crate::analysis::assign::{Allocation, AllocationKind};
 use crate::analysis::dataflow::ValueId;
 use crate::analysis::MemoryModel;
@@ -54,36 +54,39 @@ pub(super) fn compare(
         let Some(mine) = matching(allocation, model, ours) else {
             if allocation.parameter.is_none() {
                 v.disagree(
-                    format!(
-                        "XLA's allocation {} holds no value of the module",
-                        allocation.index
-                    ),
-                    "no such allocation",
-                    format!("{} bytes", allocation.size),
+                    Compared::AllocationWithoutValues {
+                        allocation: allocation.index,
+                    },
+                    Found::NoSuchAllocation,
+                    Found::Bytes(allocation.size),
                 );
             }
             continue;
         };
         if let Some(other) = matched.insert(mine, allocation.index) {
             v.disagree(
-                format!(
-                    "XLA's allocations {other} and {} hold values hlomem puts in one allocation",
-                    allocation.index
-                ),
-                "one allocation",
-                "two",
+                Compared::SplitAllocation {
+                    first: other,
+                    second: allocation.index,
+                },
+                Found::OneAllocation,
+                Found::TwoAllocations,
             );
         }
         let theirs = &model.assignment.allocations[mine];
         v.compare(
-            format!("size of XLA's allocation {}", allocation.index),
-            theirs.size,
-            allocation.size,
+            Compared::AllocationSize {
+                allocation: allocation.index,
+            },
+            Found::Number(theirs.size),
+            Found::Number(allocation.size),
         );
         v.compare(
-            format!("kind of XLA's allocation {}", allocation.index),
-            kind(module, model, theirs),
-            xla_kind(allocation),
+            Compared::AllocationKind {
+                allocation: allocation.index,
+            },
+            Found::Kind(kind(module, model, theirs)),
+            Found::Kind(xla_kind(allocation)),
         );
         for value in &allocation.values {
             match place(model, ours, value) {
@@ -92,23 +95,18 @@ pub(super) fn compare(
                     let offset = offsets.get(&id).copied().unwrap_or(0);
                     if theirs.kind != AllocationKind::Temp || offset == value.offset {
                         v.compare(
-                            format!(
-                                "offset of {} in XLA's allocation {}",
-                                value_name(&value.name, &value.index),
-                                allocation.index
-                            ),
-                            offset,
-                            value.offset,
+                            Compared::Offset {
+                                value: ValueName::new(&value.name, &value.index),
+                                allocation: allocation.index,
+                            },
+                            Found::Number(offset),
+                            Found::Number(value.offset),
                         );
                     } else {
                         moved.push((id, value));
                     }
                 }
-                _ => misplaced.push(format!(
-                    "{} (XLA's allocation {})",
-                    value_name(&value.name, &value.index),
-                    allocation.index
-                )),
+                _ => misplaced.push((ValueName::new(&value.name, &value.index), allocation.index)),
             }
         }
         repacked += check_packing(allocation, model, ours, &moved, v, true);
@@ -117,19 +115,18 @@ pub(super) fn compare(
         compare_parameter(module, model, ours, allocation, v);
     }
     if repacked > 0 {
-        v.notes.push(format!(
-            "{repacked} values of the temp block are at other offsets than hlomem's, each aligned, inside its \
-             allocation and clear of every value live with it: a different packing of the same size"
-        ));
+        v.notes.push(Note::Repacked { values: repacked });
     }
     if !misplaced.is_empty() {
         // XLA never splits what hlomem keeps together by a tie: the
         // allocations of the corpus agree value for value, so any difference
         // is a different rule (or a report that does not belong to the module).
         v.disagree(
-            format!("{} values are in a different allocation", misplaced.len()),
-            "elsewhere",
-            list(&misplaced),
+            Compared::Misplaced {
+                values: misplaced.len(),
+            },
+            Found::Elsewhere,
+            Found::Misplaced(misplaced),
         );
     }
 }
@@ -143,39 +140,45 @@ fn compare_values(
     v: &mut Verification,
 ) {
     for value in &allocation.values {
-        let name = value_name(&value.name, &value.index);
+        let name = ValueName::new(&value.name, &value.index);
         let Some(id) = ours.get(&(value.name.clone(), value.index.clone())) else {
             v.disagree(
-                format!("value {name} of XLA's allocation {}", allocation.index),
-                "no such value in the module",
-                format!("{} bytes", value.size),
+                Compared::Value {
+                    value: name,
+                    allocation: allocation.index,
+                },
+                Found::NoSuchValue,
+                Found::Bytes(value.size),
             );
             continue;
         };
         v.compare(
-            format!("size of value {name}"),
-            model.dataflow.values[id.index()].size,
-            value.size,
+            Compared::ValueSize {
+                value: name.clone(),
+            },
+            Found::Number(model.dataflow.values[id.index()].size),
+            Found::Number(value.size),
         );
         if let Some(color) = value.color.filter(|&c| c != allocation.color) {
             v.disagree(
-                format!(
-                    "allocation of {name}: XLA's allocation {} is in another memory space",
-                    allocation.index
-                ),
-                format!("memory space {color}, as the value says"),
-                format!("memory space {}", allocation.color),
+                Compared::ValueSpace {
+                    value: name.clone(),
+                    allocation: allocation.index,
+                },
+                Found::ValueSpace(color),
+                Found::Space(allocation.color),
             );
         }
         let end = value.offset.saturating_add(value.size);
         if end > allocation.size {
             v.disagree(
-                format!(
-                    "offset of {name}: it ends past XLA's allocation {} ({} bytes)",
-                    allocation.index, allocation.size
-                ),
-                format!("fits in {} bytes", allocation.size),
-                format!("ends at byte {end}"),
+                Compared::ValueEnd {
+                    value: name,
+                    allocation: allocation.index,
+                    size: allocation.size,
+                },
+                Found::FitsIn(allocation.size),
+                Found::EndsAt(end),
             );
         }
     }
@@ -213,34 +216,43 @@ fn compare_parameter(
     let (Some(number), index) = (allocation.parameter, &allocation.parameter_index) else {
         return;
     };
-    let what = format!(
-        "XLA's allocation {} (parameter {number} at {})",
-        allocation.index,
-        value_name("", index)
-    );
+    let what = |part| Compared::Parameter {
+        allocation: allocation.index,
+        number,
+        index: index.clone(),
+        part,
+    };
     let parameter = module.entry().parameters.get(number as usize).copied();
     let value =
         parameter.and_then(|p| ours.get(&(module.instr_name(p).to_string(), index.clone())));
     let Some(&id) = value else {
         v.disagree(
-            what,
-            "the entry has no such parameter value",
-            "a parameter allocation",
+            what(ParameterPart::Holder),
+            Found::NoSuchParameterValue,
+            Found::AParameterAllocation,
         );
         return;
     };
     let mine = model.assignment.allocation_of[model.dataflow.values[id.index()].buffer.index()];
     let Some(mine) = mine else {
-        v.disagree(what, "no allocation", format!("{} bytes", allocation.size));
+        v.disagree(
+            what(ParameterPart::Holder),
+            Found::NoAllocation,
+            Found::Bytes(allocation.size),
+        );
         return;
     };
     let theirs = &model.assignment.allocations[mine];
     v.compare(
-        format!("{what}: kind"),
-        kind(module, model, theirs),
-        xla_kind(allocation),
+        what(ParameterPart::Kind),
+        Found::Kind(kind(module, model, theirs)),
+        Found::Kind(xla_kind(allocation)),
     );
-    v.compare(format!("{what}: size"), theirs.size, allocation.size);
+    v.compare(
+        what(ParameterPart::Size),
+        Found::Number(theirs.size),
+        Found::Number(allocation.size),
+    );
     // The parameter's own value, when XLA lists values, is among them.
     let name = module.instr_name(parameter.unwrap_or(model.dataflow.values[id.index()].instr));
     let listed = allocation
@@ -249,53 +261,52 @@ fn compare_parameter(
         .any(|w| w.name == name && &w.index == index);
     if !allocation.values.is_empty() && !listed {
         v.disagree(
-            format!("{what}: values"),
-            format!("holds {}", value_name(name, index)),
-            "does not list it",
+            what(ParameterPart::Values),
+            Found::Holds(ValueName::new(name, index)),
+            Found::DoesNotList,
         );
     }
 }
 
 /// An allocation's kind and flags as XLA's report spells them.
-fn kind(module: &Module, model: &MemoryModel, allocation: &Allocation) -> String {
+fn kind(module: &Module, model: &MemoryModel, allocation: &Allocation) -> Kind {
     // A constant of a reducer or comparator: XLA calls its allocation constant.
     let constant = allocation.buffers.iter().any(|b| {
         model.dataflow.buffers[b.index()].values.iter().any(|v| {
             module.instr(model.dataflow.values[v.index()].instr).opcode == Opcode::Constant
         })
     });
-    let mut words = vec![match allocation.kind {
-        AllocationKind::ThreadLocal if constant => "constant".into(),
-        AllocationKind::Parameter { number, .. } => format!("parameter {number}"),
-        AllocationKind::Constant => "constant".into(),
-        AllocationKind::ThreadLocal => "thread-local".into(),
-        AllocationKind::Temp => "preallocated-temp".into(),
-        AllocationKind::Output => "other".into(),
-    }];
-    if allocation.maybe_live_out {
-        words.push("maybe-live-out".into());
+    let role = match allocation.kind {
+        AllocationKind::ThreadLocal if constant => Role::Constant,
+        AllocationKind::Parameter { number, .. } => Role::Parameter(number),
+        AllocationKind::Constant => Role::Constant,
+        AllocationKind::ThreadLocal => Role::ThreadLocal,
+        AllocationKind::Temp => Role::PreallocatedTemp,
+        AllocationKind::Output => Role::Other,
+    };
+    Kind {
+        role,
+        maybe_live_out: allocation.maybe_live_out,
     }
-    words.join(", ")
 }
 
 /// [`kind`] for one of XLA's allocations.
-fn xla_kind(allocation: &XlaAllocation) -> String {
-    let first = if let Some(number) = allocation.parameter {
-        format!("parameter {number}")
+fn xla_kind(allocation: &XlaAllocation) -> Kind {
+    let role = if let Some(number) = allocation.parameter {
+        Role::Parameter(number)
     } else if allocation.constant {
-        "constant".into()
+        Role::Constant
     } else if allocation.thread_local {
-        "thread-local".into()
+        Role::ThreadLocal
     } else if allocation.preallocated_temp {
-        "preallocated-temp".into()
+        Role::PreallocatedTemp
     } else {
-        "other".into()
+        Role::Other
     };
-    let mut words = vec![first];
-    if allocation.maybe_live_out {
-        words.push("maybe-live-out".into());
+    Kind {
+        role,
+        maybe_live_out: allocation.maybe_live_out,
     }
-    words.join(", ")
 }
 
 /// Each value's offset in its allocation: 0 but in a combined temp block,
@@ -364,12 +375,16 @@ fn check_packing(
     let mut passed = 0;
     for &(id, value) in moved {
         v.checked += 1;
-        let name = value_name(&value.name, &value.index);
+        let name = ValueName::new(&value.name, &value.index);
+        let offset_of = |value: ValueName| Compared::Offset {
+            value,
+            allocation: allocation.index,
+        };
         if value.offset % alignment != 0 {
             v.disagree(
-                format!("offset of {name} in XLA's allocation {}", allocation.index),
-                format!("a multiple of {alignment}"),
-                value.offset,
+                offset_of(name),
+                Found::MultipleOf(alignment),
+                Found::Number(value.offset),
             );
             continue;
         }
@@ -383,11 +398,7 @@ fn check_packing(
                     || end.div_ceil(alignment).saturating_mul(alignment) == value.offset
             });
         if !at_a_gap {
-            v.disagree(
-                format!("offset of {name} in XLA's allocation {}", allocation.index),
-                "0 or where another value ends",
-                value.offset,
-            );
+            v.disagree(offset_of(name), Found::AtAGap, Found::Number(value.offset));
             continue;
         }
         let collides = allocation.values.iter().find(|other| {
@@ -401,16 +412,18 @@ fn check_packing(
             !same_buffer && bytes && live_together(model, id, other_id)
         });
         match collides {
-            Some(other) => v.disagree(
-                format!("offset of {name} in XLA's allocation {}", allocation.index),
-                format!("clear of {}", value_name(&other.name, &other.index)),
-                format!(
-                    "{} bytes at {}, over {} while both are live",
-                    value.size,
-                    value.offset,
-                    value_name(&other.name, &other.index)
-                ),
-            ),
+            Some(other) => {
+                let other = ValueName::new(&other.name, &other.index);
+                v.disagree(
+                    offset_of(name),
+                    Found::ClearOf(other.clone()),
+                    Found::Over {
+                        bytes: value.size,
+                        offset: value.offset,
+                        other,
+                    },
+                )
+            }
             None => passed += 1,
         }
     }

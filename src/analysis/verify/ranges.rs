@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::{list, value_name, Verification};
+use super::{Compared, Found, Note, RangeDifference, SequenceDifference, ValueName, Verification};
 use crate::analysis::dataflow::ValueId;
 use crate::analysis::MemoryModel;
 use crate::hlo::Module;
@@ -20,17 +20,13 @@ pub(super) fn compare(
     v: &mut Verification,
 ) {
     if module.instrs().any(|(_, i)| i.synthetic) {
-        v.notes.push(
-            "live ranges not compared: the dump leaves out get-tuple-elements (compact `%t#i` operands), so logical \
-             times differ from XLA's by design"
-                .into(),
-        );
+        v.notes.push(Note::RangesNotCompared);
         return;
     }
     v.compare(
-        "length of the flattened schedule",
-        u64::from(model.schedule.len()),
-        lr.max_time,
+        Compared::ScheduleLength,
+        Found::Number(u64::from(model.schedule.len())),
+        Found::Number(lr.max_time),
     );
     compare_sequence(module, model, lr, v);
     compare_ranges(model, lr, ours, v);
@@ -51,26 +47,23 @@ fn compare_sequence(
         .map(|&i| module.instr_name(i))
         .collect();
     v.checked += lr.sequence.len();
-    let differing: Vec<String> = (0..mine.len().max(lr.sequence.len()))
+    let differing: Vec<SequenceDifference> = (0..mine.len().max(lr.sequence.len()))
         .filter_map(|t| {
             let (ours, theirs) = (mine.get(t).copied(), lr.sequence.get(t).map(String::as_str));
-            (ours != theirs).then(|| {
-                format!(
-                    "at {t}: hlomem {}, XLA {}",
-                    ours.unwrap_or("nothing"),
-                    theirs.unwrap_or("nothing")
-                )
+            (ours != theirs).then(|| SequenceDifference {
+                time: t,
+                hlomem: ours.map(str::to_string),
+                xla: theirs.map(str::to_string),
             })
         })
         .collect();
     if !differing.is_empty() {
         v.disagree(
-            format!(
-                "{} positions of the instruction sequence differ",
-                differing.len()
-            ),
-            "see XLA column",
-            list(&differing),
+            Compared::Sequence {
+                differing: differing.len(),
+            },
+            Found::SeeXla,
+            Found::Sequence(differing),
         );
     }
 }
@@ -81,9 +74,9 @@ fn compare_ranges(model: &MemoryModel, lr: &XlaLiveRanges, ours: &Ours, v: &mut 
     let mut listed = BTreeSet::new();
     for (name, index, start, end) in &lr.ranges {
         v.checked += 1;
-        let shown = value_name(name, index);
+        let shown = ValueName::new(name, index);
         if !listed.insert((name.as_str(), index.as_slice())) {
-            differing.push(format!("{shown}: listed twice by XLA"));
+            differing.push(RangeDifference::ListedTwice(shown));
             continue;
         }
         let mine = ours
@@ -91,43 +84,40 @@ fn compare_ranges(model: &MemoryModel, lr: &XlaLiveRanges, ours: &Ours, v: &mut 
             .and_then(|id| model.ranges[id.index()]);
         match mine {
             Some(r) if u64::from(r.start) == *start && u64::from(r.end) == *end => {}
-            Some(r) => differing.push(format!(
-                "{shown}: hlomem {}-{}, XLA {start}-{end}",
-                r.start, r.end
-            )),
-            None => differing.push(format!(
-                "{shown}: no live range in hlomem, XLA {start}-{end}"
-            )),
+            Some(r) => differing.push(RangeDifference::Differs {
+                value: shown,
+                hlomem: (r.start, r.end),
+                xla: (*start, *end),
+            }),
+            None => differing.push(RangeDifference::Missing {
+                value: shown,
+                xla: (*start, *end),
+            }),
         }
     }
-    let mut extra: Vec<String> = ours
+    let mut extra: Vec<(ValueName, (u32, u32))> = ours
         .iter()
-        .filter(|(key, id)| {
-            model.ranges[id.index()].is_some()
-                && !listed.contains(&(key.0.as_str(), key.1.as_slice()))
-        })
-        .map(|((name, index), id)| {
-            let r = model.ranges[id.index()].expect("filtered on a range");
-            format!(
-                "{}: hlomem {}-{}, not listed by XLA",
-                value_name(name, index),
-                r.start,
-                r.end
-            )
+        .filter(|(key, _)| !listed.contains(&(key.0.as_str(), key.1.as_slice())))
+        .filter_map(|((name, index), id)| {
+            let r = model.ranges[id.index()]?;
+            Some((ValueName::new(name, index), (r.start, r.end)))
         })
         .collect();
-    extra.sort();
+    extra.sort_by_cached_key(|(value, _)| value.to_string());
     v.checked += extra.len();
-    differing.extend(extra);
+    differing.extend(
+        extra
+            .into_iter()
+            .map(|(value, hlomem)| RangeDifference::Extra { value, hlomem }),
+    );
     if !differing.is_empty() {
         v.disagree(
-            format!(
-                "{} of {} live ranges differ",
-                differing.len(),
-                lr.ranges.len()
-            ),
-            "see XLA column",
-            list(&differing),
+            Compared::LiveRanges {
+                differing: differing.len(),
+                of: lr.ranges.len(),
+            },
+            Found::SeeXla,
+            Found::Ranges(differing),
         );
     }
 }
@@ -150,19 +140,16 @@ fn compare_peak(
     // once per live value: then values are compared by name, each name as
     // many times as values of it are live.
     let by_name = lr.peak_values.iter().any(|p| !p.indexed);
-    let key = |name: &str, index: &[u64]| {
-        if by_name {
-            name.to_string()
-        } else {
-            value_name(name, index)
-        }
+    let key = |name: &str, index: &[u64]| ValueName {
+        instr: name.to_string(),
+        index: (!by_name).then(|| index.to_vec()),
     };
-    let theirs: Vec<String> = lr
+    let theirs: Vec<ValueName> = lr
         .peak_values
         .iter()
         .map(|p| key(&p.name, &p.index))
         .collect();
-    let mine: Vec<String> = ours
+    let mine: Vec<ValueName> = ours
         .iter()
         .filter(|(_, id)| model.ranges[id.index()].is_some_and(|r| r.start <= t && t <= r.end))
         .map(|((n, i), _)| key(n, i))
@@ -171,14 +158,14 @@ fn compare_peak(
     let extra = not_in(&mine, &theirs);
     if !missing.is_empty() || !extra.is_empty() {
         v.disagree(
-            format!("values live at XLA's peak moment {t}"),
-            format!("also live: {}", list(&extra)),
-            format!("also live: {}", list(&missing)),
+            Compared::PeakValues { time: t },
+            Found::AlsoLive(extra),
+            Found::AlsoLive(missing),
         );
     }
     let mut sum = 0u64;
     for peak in &lr.peak_values {
-        let name = value_name(&peak.name, &peak.index);
+        let name = ValueName::new(&peak.name, &peak.index);
         // The live-range report counts a shape's logical bytes, without a
         // backend's tile padding (`ShapeUtil::ByteSizeOf`).
         if let Some(id) = ours.get(&(peak.name.clone(), peak.index.clone())) {
@@ -190,38 +177,44 @@ fn compare_peak(
                 .into_iter()
                 .nth(value.node as usize);
             let bytes = node.map_or(value.size, |(_, shape)| shape.byte_size());
-            v.compare(format!("bytes of {name} at XLA's peak"), bytes, peak.bytes);
+            v.compare(
+                Compared::PeakBytes {
+                    value: name.clone(),
+                },
+                Found::Number(bytes),
+                Found::Number(peak.bytes),
+            );
         }
         sum = sum.saturating_add(peak.bytes);
         if let Some(cumulative) = peak.cumulative {
             v.compare(
-                format!("cumulative bytes at XLA's peak, through {name}"),
-                sum,
-                cumulative,
+                Compared::CumulativePeakBytes { through: name },
+                Found::Number(sum),
+                Found::Number(cumulative),
             );
         }
     }
     if let Some(total) = lr.breakdown_total {
         v.compare(
-            "bytes of the stack trace breakdown for XLA's peak",
-            sum,
-            total,
+            Compared::BreakdownBytes,
+            Found::Number(sum),
+            Found::Number(total),
         );
     }
 }
 
-/// The names of `a` that `b` does not hold as many times, sorted, each as
-/// often as `a` has it more.
-fn not_in(a: &[String], b: &[String]) -> Vec<String> {
-    let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+/// The names of `a` that `b` does not hold as many times, sorted as written,
+/// each as often as `a` has it more.
+fn not_in(a: &[ValueName], b: &[ValueName]) -> Vec<ValueName> {
+    let mut counts: BTreeMap<String, (&ValueName, i64)> = BTreeMap::new();
     for name in a {
-        *counts.entry(name).or_default() += 1;
+        counts.entry(name.to_string()).or_insert((name, 0)).1 += 1;
     }
     for name in b {
-        *counts.entry(name).or_default() -= 1;
+        counts.entry(name.to_string()).or_insert((name, 0)).1 -= 1;
     }
     counts
-        .into_iter()
-        .flat_map(|(name, more)| std::iter::repeat_n(name.to_string(), more.max(0) as usize))
+        .into_values()
+        .flat_map(|(name, more)| std::iter::repeat_n(name.clone(), more.max(0) as usize))
         .collect()
 }

@@ -112,7 +112,7 @@ pub fn render(report: &Report, options: RenderOptions, out: &mut dyn Write) -> i
 /// disagreements and notes below it.
 fn write_verification(
     key: &str,
-    v: &crate::analysis::verify::Verification,
+    v: &crate::report::verification::Verification,
     details: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
