@@ -8,7 +8,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// A JSON document: the version, then the command's own fields.
 #[derive(Serialize, JsonSchema)]
@@ -35,14 +35,17 @@ pub enum Document {
     Check,
     Diff,
     Explain,
+    /// `targets`: the devices the Python package compiles for.
+    Targets,
 }
 
 impl Document {
-    pub const ALL: [Document; 4] = [
+    pub const ALL: [Document; 5] = [
         Document::Analyze,
         Document::Check,
         Document::Diff,
         Document::Explain,
+        Document::Targets,
     ];
 
     pub fn name(self) -> &'static str {
@@ -51,6 +54,7 @@ impl Document {
             Document::Check => "check",
             Document::Diff => "diff",
             Document::Explain => "explain",
+            Document::Targets => "targets",
         }
     }
 
@@ -73,6 +77,8 @@ impl Document {
             Document::Explain => generator
                 .into_root_schema_for::<Versioned<'static, crate::report::explain::ExplainReport>>(
                 ),
+            Document::Targets => generator
+                .into_root_schema_for::<Versioned<'static, crate::chip::devices::Targets>>(),
         }
     }
 }

@@ -1,5 +1,6 @@
-//! Sizes for people: the one byte formatter (as XLA prints them) and the one
-//! parser of sizes people type (`--budget`, `--fail-over`).
+//! Sizes for people: the byte formatters (as XLA prints them, and with two
+//! decimals as a verdict prints its figures) and the one parser of sizes
+//! people type (`--budget`, `--fail-over`).
 //!
 //! Units: `K`, `M`, `G`, `T` are binary, as in XLA's own messages (`16G` of
 //! HBM is 16 GiB), and so are `KiB`, `MiB`, `GiB`, `TiB`; only `KB`, `MB`, `GB`,
@@ -26,6 +27,20 @@ pub fn human_bytes(bytes: u64) -> String {
     } else {
         format!("{shown:.2}{}", UNITS[unit])
     }
+}
+
+/// A size with two decimals and a space, as a verdict prints its figures
+/// (`11.30 GiB`, `16.00 GiB`): in MiB under 1 GiB (`6.20 MiB`), so that a
+/// small program does not read as 0.00 GiB, unless `small_in_mib` is false
+/// (a difference of two sizes in GiB: `over by 0.20 GiB`). Every figure of a
+/// verdict goes through this one rounding.
+pub fn two_decimals(bytes: i128, small_in_mib: bool) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if bytes.unsigned_abs() < 1 << 30 && small_in_mib {
+        return format!("{:.2} MiB", bytes as f64 / MIB);
+    }
+    format!("{:.2} GiB", bytes as f64 / GIB)
 }
 
 /// A size's number and unit (`16` and `GiB` of `16 GiB`; the unit is empty

@@ -52,16 +52,27 @@ from ._model import (
     Finding,
     FindingRef,
     Memory,
+    Note,
     Report,
     Source,
     SpaceBytes,
 )
 from ._signature import SignatureMismatch
 from ._devices import chip_options
-from ._targets import GPU_TARGETS, TARGET_NAMES, Target, TargetArg, gpu_target
+from ._targets import Target, TargetArg, gpu_target
 from ._variants import Variant, VariantComparison, compare_variants
 from ._verdict import CompiledProgram, ProgramArray, Verdict
 from ._xla_dump import XlaTotals
+
+
+def __getattr__(name: str) -> Any:
+    # GPU_TARGETS and TARGET_NAMES are the binary's table (``hlomem
+    # targets``), read when first asked for: importing hlomem runs nothing.
+    if name in ("GPU_TARGETS", "TARGET_NAMES"):
+        from . import _targets
+
+        return getattr(_targets, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _version() -> str:
@@ -97,6 +108,7 @@ __all__ = [
     "JsonObject",
     "LargestFit",
     "Memory",
+    "Note",
     "MemoryAnalysis",
     "NothingFits",
     "OutOfBudget",

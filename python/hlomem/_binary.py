@@ -80,7 +80,8 @@ def run(args: Sequence[str], stdin: bytes | None = None) -> subprocess.Completed
     and returns it finished, whatever its exit code (the callers give the
     codes their meaning: 0 ok, 1 a check failed, 2 input error)."""
     __tracebackhide__ = True
-    command = [find_binary(), "--color", "never", *args]
+    # `--interface python`: notes name what to do in Python, not a flag.
+    command = [find_binary(), "--color", "never", "--interface", "python", *args]
     return subprocess.run(
         command,
         input=stdin if stdin is not None else b"",

@@ -23,6 +23,7 @@ __all__ = [
     "Finding",
     "FindingRef",
     "Memory",
+    "Note",
     "Report",
     "Source",
     "SpaceBytes",
@@ -147,6 +148,21 @@ class Finding(JsonObject):
     evidence: JsonObject
 
 
+class Note(JsonObject):
+    """A caveat about a module's numbers: ``code`` (``tpu_chip_assumed``,
+    ``backend_overridden``, ``tpu_chip_ignored``, ``not_optimized``) with its
+    facts as fields, and :attr:`message`, the words (which name what to do in
+    Python, not a command-line flag); ``str(note)`` is the message."""
+
+    _schema = ("analyze", "NoteReport")
+    __slots__ = ()
+
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class Report(_Rendered):
     """One module's analysis: ``hlomem analyze --format json``'s ``modules[i]``.
 
@@ -173,7 +189,7 @@ class Report(_Rendered):
     #: The backend whose rules were applied, and the text that said so.
     target: JsonObject
     #: Caveats about the numbers.
-    notes: list[str]
+    notes: list[Note]
 
     _command = "analyze"
 

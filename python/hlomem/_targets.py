@@ -20,11 +20,15 @@ memory and what is usable of it:
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Union
+from typing import Any, Union
+
+from ._binary import failure, run
 
 __all__ = [
     "GPU_TARGETS",
@@ -38,54 +42,44 @@ __all__ = [
 
 _GIB = 1 << 30
 _TARGETS_DIR = Path(__file__).resolve().parent / "targets"
-
-#: JAX's GPU allocator default (``XLA_PYTHON_CLIENT_MEM_FRACTION``).
-_DEFAULT_GPU_FRACTION = 0.75
-#: Partitions x hosts x GPUs per host, when a GPU target does not say.
-_DEFAULT_GPU_TOPOLOGY = "1x1x4"
 _GPU_TOPOLOGY = re.compile(r"\d+x\d+x\d+")
 
 
-@dataclass(frozen=True)
-class _Tpu:
-    device: str
-    hbm_gib: int  # one device's
-    available_gib: float  # what libtpu lets a program use of it
-    default_topology: str  # one libtpu accepts (``v5e:1x1`` is refused)
+@functools.lru_cache(maxsize=None)
+def _catalog() -> dict[str, Any]:
+    """The devices and their memory, as the binary lists them (``hlomem
+    targets --format json``: Rust holds the one table), read once."""
+    process = run(["targets", "--format", "json"])
+    if process.returncode != 0:
+        raise failure(process)
+    catalog: dict[str, Any] = json.loads(process.stdout)
+    return catalog
 
 
-# One device's HBM, and what libtpu 0.0.42 compiles a program into: the
-# "available HBM" of its refusals ("... exceeds available HBM (15.75G)",
-# G meaning GiB), seen compiling a too-large program for each topology. The
-# deviceless v4 topology has a device per TensorCore (8 on 2x2x1), each
-# with half the chip's 32 GiB; the others one per chip.
-_TPUS: dict[str, _Tpu] = {
-    "v5e": _Tpu("v5e chip", 16, 15.75, "2x2"),
-    "v6e": _Tpu("v6e chip", 32, 31.25, "2x2"),
-    "v5p": _Tpu("v5p chip", 96, 95.74, "2x2x1"),
-    "v4": _Tpu("v4 TensorCore", 16, 15.25, "2x2x1"),
-}
+def _tpus() -> dict[str, dict[str, Any]]:
+    """The TPU generations by name (``v5e``)."""
+    return {t["generation"]: t for t in _catalog()["tpu"]}
 
-#: The GPU targets shipped in ``targets/`` (XLA's own target configs; see
-#: ``targets/README.md``): name -> (config file, the device in words).
-GPU_TARGETS: dict[str, tuple[str, str]] = {
-    "v100": ("v100.txtpb", "V100 16GB"),
-    "a100-40": ("a100_sxm_40.txtpb", "A100 40GB"),
-    "a100-80": ("a100_sxm_80.txtpb", "A100 80GB"),
-    "h100": ("h100.txtpb", "H100"),
-    "h100-pcie": ("h100_pcie.txtpb", "H100 PCIe"),
-    "h200": ("h200.txtpb", "H200"),
-    "b200": ("b200.txtpb", "B200"),
-    "gb200": ("gb200.txtpb", "GB200 GPU"),
-    "b300": ("b300.txtpb", "B300"),
-    "gb300": ("gb300.txtpb", "GB300 GPU"),
-    "rtx-pro-6000": ("rtx6000pro.txtpb", "RTX PRO 6000"),
-}
 
-#: The names :func:`compile_for` accepts (a name may add ``:TOPOLOGY``).
-TARGET_NAMES: tuple[str, ...] = tuple(
-    [f"tpu-{g}:{t.default_topology}" for g, t in _TPUS.items()] + list(GPU_TARGETS)
-)
+def _gpu_targets() -> dict[str, tuple[str, str]]:
+    return {g["name"]: (g["config"], g["device"]) for g in _catalog()["gpu"]}
+
+
+def _target_names() -> tuple[str, ...]:
+    return tuple([t["name"] for t in _catalog()["tpu"]] + [g["name"] for g in _catalog()["gpu"]])
+
+
+def __getattr__(name: str) -> Any:
+    # The tables are the binary's, read when first asked for, so that
+    # importing hlomem does not run it.
+    if name == "GPU_TARGETS":
+        #: The GPU targets shipped in ``targets/`` (XLA's own target configs;
+        #: see ``targets/README.md``): name -> (config file, the device in words).
+        return _gpu_targets()
+    if name == "TARGET_NAMES":
+        #: The names :func:`compile_for` accepts (a name may add ``:TOPOLOGY``).
+        return _target_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def gib(n: int, *, small_in_mib: bool = True) -> str:
@@ -177,23 +171,25 @@ def resolve_target(target: TargetArg) -> Target:
         )
     key = target.strip().lower()
     base, _, topology = key.partition(":")
-    if base.startswith("tpu-") and base[4:] in _TPUS:
+    tpus = _tpus()
+    if base.startswith("tpu-") and base[4:] in tpus:
         generation = base[4:]
-        tpu = _TPUS[generation]
-        topology = topology or tpu.default_topology
+        tpu = tpus[generation]
+        topology = topology or tpu["default_topology"]
         return Target(
             name=f"tpu-{generation}:{topology}",
             platform="tpu",
-            device=tpu.device,
-            memory_bytes=tpu.hbm_gib * _GIB,
-            usable_bytes=int(tpu.available_gib * _GIB),
-            usable_note=f"libtpu lets a program use {gib(int(tpu.available_gib * _GIB))} of it",
+            device=tpu["device"],
+            memory_bytes=tpu["memory_bytes"],
+            usable_bytes=tpu["usable_bytes"],
+            usable_note=tpu["usable_note"],
             topology=f"{generation}:{topology}",
             extra="tpu",
             backend_module="libtpu",
         )
-    if base in GPU_TARGETS:
-        config_file, device = GPU_TARGETS[base]
+    gpus = _gpu_targets()
+    if base in gpus:
+        config_file, device = gpus[base]
         return gpu_target(
             _TARGETS_DIR / config_file,
             name=f"{base}:{topology}" if topology else base,
@@ -206,7 +202,7 @@ def resolve_target(target: TargetArg) -> Target:
     if path.endswith(_CONFIG_SUFFIXES) or os.sep in path or os.path.isfile(path):
         return gpu_target(path, topology=topology or None)
     raise ValueError(
-        f"unknown target {target!r}; hlomem knows {', '.join(TARGET_NAMES)}, "
+        f"unknown target {target!r}; hlomem knows {', '.join(_target_names())}, "
         "or give the path of a GPU target config (.txtpb)"
     )
 
@@ -258,7 +254,7 @@ def gpu_target(
         described = re.search(r'^device_description_str:\s*"([^"]*)"', text, re.MULTILINE)
         device = described.group(1).removeprefix("NVIDIA ") if described else path.stem
     fraction = _gpu_fraction()
-    topology = topology or _DEFAULT_GPU_TOPOLOGY
+    topology = topology or _catalog()["gpu_default_topology"]
     usable = int(memory * fraction)
     return Target(
         name=name or path.stem,
@@ -278,7 +274,7 @@ def _gpu_fraction() -> float:
     """The share of a GPU's memory JAX's allocator will use in this environment."""
     raw = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
     if not raw:
-        return _DEFAULT_GPU_FRACTION
+        return float(_catalog()["gpu_default_fraction"])
     try:
         fraction = float(raw)
     except ValueError:

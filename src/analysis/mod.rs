@@ -89,13 +89,14 @@ pub enum DeviceEstimate {
 }
 
 impl DeviceEstimate {
-    /// Why, in words, for every renderer.
-    pub fn describe(&self) -> String {
+    /// Why, in words, for every renderer; the setting named is `interface`'s.
+    pub fn describe(&self, interface: crate::chip::Interface) -> String {
         use crate::units::human_bytes;
         match self {
-            DeviceEstimate::ChipAssumed => {
-                "the TPU chip is assumed (tuple tables differ by chip; --tpu sets it)".into()
-            }
+            DeviceEstimate::ChipAssumed => format!(
+                "the TPU chip is assumed (tuple tables differ by chip; {})",
+                interface.chip_hint()
+            ),
             DeviceEstimate::PackingOrder(s) => format!(
                 "libtpu packs HBM again, biggest- or longest-first, when its total passes \
                  the chip's limit less 2.5 GiB, and this total is too near where that may be \

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::hlo::{Module, Shape};
 
+pub mod devices;
 mod tpu;
 
 pub use tpu::TpuVersion;
@@ -93,6 +94,45 @@ pub enum ChipSource {
     User,
     /// Nobody: v5e's rules were used.
     Assumed,
+}
+
+/// The interface a user drives hlomem through: the words that tell them how to
+/// set the backend or the TPU chip name that interface's settings (the command
+/// line's `--tpu`; the Python package has no such argument: the chip comes
+/// from the compiled program it is given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Interface {
+    #[default]
+    Cli,
+    Python,
+}
+
+impl Interface {
+    /// The setting that names the TPU chip: `--tpu`; none in Python, where
+    /// the compiled program's target or devices name it.
+    pub fn chip_setting(self) -> Option<&'static str> {
+        match self {
+            Interface::Cli => Some("--tpu"),
+            Interface::Python => None,
+        }
+    }
+
+    /// The setting that forces a backend: `--backend`; none in Python.
+    pub fn backend_setting(self) -> Option<&'static str> {
+        match self {
+            Interface::Cli => Some("--backend"),
+            Interface::Python => None,
+        }
+    }
+
+    /// How the chip is named, after "chip assumed, ": `--tpu sets it`; in
+    /// Python the compiled program names it (its target, or its devices).
+    pub fn chip_hint(self) -> &'static str {
+        match self {
+            Interface::Cli => "--tpu sets it",
+            Interface::Python => "the compiled program names it",
+        }
+    }
 }
 
 /// The order in which a memory space's temporaries are packed into its block.

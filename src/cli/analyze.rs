@@ -69,6 +69,7 @@ pub fn load(
             backend: selection.backend.map(Into::into),
             tpu_version: selection.tpu.map(Into::into),
             strict: selection.strict,
+            interface: term.interface,
         },
         &done,
     );
@@ -177,6 +178,7 @@ pub fn run(paths: &[PathBuf], selection: &Selection, extras: Extras, term: Termi
             color: term.stdout_color,
             top,
             verbose,
+            interface: term.interface,
         };
         if let Err(code) = write_out(|out| match format {
             AnalyzeFormat::Html => render::render_html(&report, budget, out),

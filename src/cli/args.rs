@@ -2,8 +2,8 @@
 //! so each value the command line accepts is mirrored here, with a `From`
 //! into the library's type (a variant added on one side only does not compile).
 
-use hlomem::chip::{Backend, TpuVersion};
-use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat};
+use hlomem::chip::{Backend, Interface, TpuVersion};
+use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat, TargetsFormat};
 use hlomem::schema::Document;
 
 macro_rules! mirror {
@@ -67,6 +67,16 @@ mirror! {
 }
 
 mirror! {
+    /// `targets --format`.
+    TargetsFormatArg => TargetsFormat {
+        /// For people, on a terminal.
+        Text,
+        /// For programs (the Python package reads it): exact byte counts.
+        Json,
+    }
+}
+
+mirror! {
     /// `--backend`.
     BackendArg => Backend { Cpu, Gpu, Tpu }
 }
@@ -77,6 +87,11 @@ mirror! {
 }
 
 mirror! {
+    /// `--interface` (hidden: the Python package's).
+    InterfaceArg => Interface { Cli, Python }
+}
+
+mirror! {
     /// `schema COMMAND`.
-    DocumentArg => Document { Analyze, Check, Diff, Explain }
+    DocumentArg => Document { Analyze, Check, Diff, Explain, Targets }
 }

@@ -64,6 +64,7 @@ pub fn check(
         color: term.stdout_color,
         top: 3,
         verbose: false,
+        interface: term.interface,
     };
     if let Err(code) = write_out(|out| render::render_check(&result, format, options, out)) {
         return code;
@@ -109,6 +110,7 @@ pub fn diff(
         color: term.stdout_color,
         top: 3,
         verbose,
+        interface: term.interface,
     };
     if let Err(code) = write_out(|out| render::render_diff(&d, format, options, out)) {
         return code;

@@ -10,10 +10,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hlomem::render::RenderOptions;
+use hlomem::render::{self, RenderOptions};
 
 use self::args::{
-    AnalyzeFormatArg, BackendArg, DocumentArg, ExplainFormatArg, GateFormatArg, TpuArg,
+    AnalyzeFormatArg, BackendArg, DocumentArg, ExplainFormatArg, GateFormatArg, InterfaceArg,
+    TargetsFormatArg, TpuArg,
 };
 
 mod analyze;
@@ -38,6 +39,10 @@ pub struct Cli {
     /// When to use colors: auto uses them only on a terminal and never with NO_COLOR.
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     color: ColorChoice,
+    /// Whose settings the words name: the Python package passes `python`, so
+    /// that a note says what to do in Python, not which flag to pass.
+    #[arg(long, global = true, value_enum, default_value_t = InterfaceArg::Cli, hide = true)]
+    interface: InterfaceArg,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -167,6 +172,12 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ExplainFormatArg::Text)]
         format: ExplainFormatArg,
     },
+    /// The devices `hlomem.compile_for` compiles for without having them: one
+    /// device's memory and what a program may use of it.
+    Targets {
+        #[arg(long, value_enum, default_value_t = TargetsFormatArg::Text)]
+        format: TargetsFormatArg,
+    },
     /// Print the JSON Schema of a command's `--format json` output.
     Schema {
         #[arg(value_enum)]
@@ -190,6 +201,8 @@ pub struct Terminal {
     pub stderr_color: bool,
     /// A progress bar may be drawn on stderr.
     pub progress: bool,
+    /// Whose settings notes and reports name (`--tpu`, or Python's terms).
+    pub interface: hlomem::chip::Interface,
 }
 
 pub fn run() -> ExitCode {
@@ -209,6 +222,7 @@ pub fn run() -> ExitCode {
         stdout_color: use_color(cli.color, std::io::stdout().is_terminal()),
         stderr_color: use_color(cli.color, std::io::stderr().is_terminal()),
         progress: std::io::stderr().is_terminal(),
+        interface: cli.interface.into(),
     };
     let code = match cli.command {
         Command::Analyze {
@@ -282,10 +296,18 @@ pub fn run() -> ExitCode {
                 color: term.stdout_color,
                 top: 1,
                 verbose: false,
+                interface: term.interface,
             },
             term.stderr_color,
         ),
         Command::ExplainCode { code } => explain_code(code.as_deref()),
+        Command::Targets { format } => {
+            let targets = hlomem::chip::devices::targets();
+            match write_out(|out| render::render_targets(&targets, format.into(), out)) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
         Command::Schema { command } => {
             let document: hlomem::schema::Document = command.into();
             let schema = document.schema();

@@ -13,6 +13,7 @@ use rayon::prelude::*;
 
 use crate::error::Error;
 use crate::hlo::{self, LazyModule, Module};
+use crate::report::notes::{Note, NoteReport};
 use crate::report::{self, Report};
 use crate::{analysis, chip, findings, source, usage};
 
@@ -61,6 +62,8 @@ pub struct AnalyzeOptions {
     /// Parse every line at load ([`hlo::parse_module_complete`]), not
     /// fusion bodies when the analysis reads them.
     pub strict: bool,
+    /// Whose settings the notes name (`--tpu`, or the Python package's terms).
+    pub interface: chip::Interface,
 }
 
 /// The HLO files to analyze: files as given, and for a folder one file per
@@ -293,42 +296,36 @@ fn summarize_one(
     let Analyzed { model, facts } = analyzed(module, target)?;
     let target = &model.target;
     let mut summary = report_with_facts(module, &model, facts);
-    if target.chip_source == Some(chip::ChipSource::Assumed) {
-        summary.notes.push(
-            "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables are sized \
-             as on v5e (512 bytes; 32 on v5p and v6e); --tpu sets the chip"
-                .into(),
-        );
+    let mut notes = Vec::new();
+    if let (Some(chip::ChipSource::Assumed), Some(assumed)) =
+        (target.chip_source, target.tpu_version)
+    {
+        notes.push(Note::TpuChipAssumed { assumed });
     }
     // Detected again only to say when --backend contradicts the text.
     let detected = options.backend.map(|_| chip::Target::detect(module));
-    if let Some(detected) = detected
-        .filter(|d| d.backend != target.backend && matches!(d.evidence, chip::Evidence::Marker(_)))
-    {
-        summary.notes.push(format!(
-            "--backend {} overrides the text, which is {}'s ({}): these numbers follow rules this module \
-             was not compiled under",
-            target.backend,
-            detected.backend,
-            match &detected.evidence {
-                chip::Evidence::Marker(m) => m.as_str(),
-                _ => "",
-            }
-        ));
+    if let Some(detected) = detected.filter(|d| d.backend != target.backend) {
+        if let chip::Evidence::Marker(marker) = detected.evidence {
+            notes.push(Note::BackendOverridden {
+                forced: target.backend,
+                detected: detected.backend,
+                marker,
+            });
+        }
     }
     if options.tpu_version.is_some() && target.backend != chip::Backend::Tpu {
-        summary
-            .notes
-            .push("--tpu applies to TPU modules only; this one is not, so it was ignored".into());
+        notes.push(Note::TpuChipIgnored {
+            backend: target.backend,
+        });
     }
     summary.key = input.key.clone();
     if input.unoptimized || !module.header.is_scheduled {
-        summary.notes.push(
-            "not an optimized, scheduled module: XLA will fuse, reorder and pack it differently, so these numbers \
-             are estimates"
-                .into(),
-        );
+        notes.push(Note::NotOptimized);
     }
+    summary.notes = notes
+        .into_iter()
+        .map(|n| NoteReport::new(n, options.interface))
+        .collect();
     // With --verify, a module without readable reports is an input error:
     // "nothing to compare" must not pass as agreement.
     let mut verify_error = None;

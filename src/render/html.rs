@@ -111,7 +111,7 @@ fn render_module(
     }
     writeln!(out, "</tr></table>")?;
     for note in &m.notes {
-        writeln!(out, "<p class=\"note\">{}</p>", escape(note))?;
+        writeln!(out, "<p class=\"note\">{}</p>", escape(&note.message))?;
     }
     writeln!(out, "<figure>{}</figure>", chart_svg(m, budget, false))?;
     // The buckets for the hover tooltip: [start, end, bytes by kind, instruction, source].

@@ -9,6 +9,7 @@ mod html;
 mod html_groups;
 mod json;
 mod markdown;
+mod targets;
 mod text;
 
 pub use gate::{render_check, render_diff};
@@ -72,6 +73,25 @@ pub enum ExplainFormat {
     Markdown,
 }
 
+/// `targets --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TargetsFormat {
+    Text,
+    Json,
+}
+
+/// `hlomem targets`.
+pub fn render_targets(
+    targets: &crate::chip::devices::Targets,
+    format: TargetsFormat,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    match format {
+        TargetsFormat::Text => targets::render_text(targets, out),
+        TargetsFormat::Json => json::render(targets, out),
+    }
+}
+
 /// The chart of the largest module as a standalone SVG (`--svg FILE`), with
 /// `budget` (one device's memory) drawn on it when given.
 pub fn render_svg(report: &Report, budget: Option<u64>, out: &mut dyn Write) -> io::Result<()> {
@@ -95,6 +115,8 @@ pub struct RenderOptions {
     pub top: usize,
     /// Every group, finding, detail, parameter and output, not the first few.
     pub verbose: bool,
+    /// Whose settings the words name (`--tpu`, or the Python package's terms).
+    pub interface: crate::chip::Interface,
 }
 
 impl Default for RenderOptions {
@@ -103,6 +125,7 @@ impl Default for RenderOptions {
             color: false,
             top: 3,
             verbose: false,
+            interface: crate::chip::Interface::Cli,
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod differences;
 pub mod explain;
+pub mod notes;
 pub mod verification;
 
 use std::collections::BTreeMap;
@@ -94,7 +95,7 @@ pub struct ModuleReport {
     pub differences: Vec<differences::Difference>,
     /// Caveats about the numbers (e.g. an unoptimized module).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
+    pub notes: Vec<notes::NoteReport>,
     /// What wastes memory, most bytes first (`hlomem explain-code CODE`).
     pub findings: Vec<FindingReport>,
     /// With `--verify`: where hlomem and XLA's own reports disagree.

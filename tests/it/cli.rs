@@ -246,3 +246,55 @@ fn op_names_with_line_breaks_stay_on_one_row() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Notes are data, worded for the interface that asked: the command line's
+/// name `--tpu`, the Python package's (`--interface python`) say what to do in
+/// Python; the code and facts are the same.
+#[test]
+fn notes_name_the_settings_of_the_interface_that_asked() {
+    use std::io::Write;
+    let text = std::fs::read(
+        "samples/tpu_while_loop/dump/module_0000.jit_newton_sqrt.cl_933746096.after_optimizations.txt",
+    )
+    .unwrap();
+    let run = |extra: &[&str], format: &str| {
+        let mut child = hlomem()
+            .args(extra)
+            .args(["analyze", "-", "--format", format])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&text).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let note = |json: &str| {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        v["modules"][0]["notes"][0].clone()
+    };
+    let (cli, python) = (
+        note(&run(&[], "json")),
+        note(&run(&["--interface", "python"], "json")),
+    );
+    assert_eq!(cli["code"], "tpu_chip_assumed");
+    assert_eq!(cli["assumed"], "v5e");
+    assert_eq!(
+        (&cli["code"], &cli["assumed"]),
+        (&python["code"], &python["assumed"])
+    );
+    assert!(cli["message"]
+        .as_str()
+        .unwrap()
+        .ends_with("; --tpu sets the chip"));
+    let python_words = python["message"].as_str().unwrap();
+    assert!(python_words.contains("compiled program") && !python_words.contains("--"));
+    let text = run(&["--interface", "python"], "text");
+    assert!(
+        text.contains("chip assumed, the compiled program names it"),
+        "{text}"
+    );
+    assert!(!text.contains("--tpu"), "{text}");
+    assert!(run(&[], "text").contains("chip assumed, --tpu sets it"));
+}

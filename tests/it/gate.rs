@@ -299,10 +299,9 @@ fn module_filter_and_unoptimized_fallback() {
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(code, Some(0));
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert!(json["modules"][0]["notes"][0]
-        .as_str()
-        .unwrap()
-        .contains("estimates"));
+    let note = &json["modules"][0]["notes"][0];
+    assert_eq!(note["code"], "not_optimized", "{note}");
+    assert!(note["message"].as_str().unwrap().contains("estimates"));
 }
 
 #[test]

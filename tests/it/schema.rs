@@ -106,6 +106,12 @@ fn check_diff_and_explain_json_validate() {
         "json",
     ]);
     assert_valid(&validator(Document::Diff), &out, &format!("diff: {err}"));
+    let (_, out, err) = hlomem(&["targets", "--format", "json"]);
+    assert_valid(
+        &validator(Document::Targets),
+        &out,
+        &format!("targets: {err}"),
+    );
     let explain = validator(Document::Explain);
     let mut checked = 0;
     for entry in std::fs::read_dir(root().join("samples/oom"))

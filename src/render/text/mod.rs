@@ -140,25 +140,33 @@ fn write_verification(
     Ok(())
 }
 
-/// `tpu v5e (from tiled layout f32[8]{0:T(256)})`, `cpu (assumed: ...)`.
-fn describe_target(target: &crate::chip::Target) -> String {
+/// `tpu v5e (from tiled layout f32[8]{0:T(256)})`, `cpu (assumed: ...)`; the
+/// settings named are `interface`'s.
+fn describe_target(target: &crate::chip::Target, interface: crate::chip::Interface) -> String {
     use crate::chip::Evidence;
     let chip = target
         .tpu_version
         .map(|v| format!(" {}", v.as_str()))
         .unwrap_or_default();
-    let why = match &target.evidence {
-        Evidence::Forced => "as --backend says".to_string(),
-        Evidence::Marker(marker) => format!("from {marker}"),
-        Evidence::Assumed => {
-            "assumed: nothing in the text names a backend; --backend sets it".to_string()
+    let why = match (&target.evidence, interface.backend_setting()) {
+        (Evidence::Forced, Some(flag)) => format!("as {flag} says"),
+        (Evidence::Forced, None) => "as given".to_string(),
+        (Evidence::Marker(marker), _) => format!("from {marker}"),
+        (Evidence::Assumed, Some(flag)) => {
+            format!("assumed: nothing in the text names a backend; {flag} sets it")
         }
+        (Evidence::Assumed, None) => "assumed: nothing in the text names a backend".to_string(),
     };
     let chip_source = match target.chip_source {
-        Some(crate::chip::ChipSource::Dump) => "; chip from the dump's target_arguments.txt",
-        Some(crate::chip::ChipSource::User) => "; chip as --tpu says",
-        Some(crate::chip::ChipSource::Assumed) => "; chip assumed, --tpu sets it",
-        None => "",
+        Some(crate::chip::ChipSource::Dump) => "; chip from the dump's target_arguments.txt".into(),
+        Some(crate::chip::ChipSource::User) => match interface.chip_setting() {
+            Some(flag) => format!("; chip as {flag} says"),
+            None => "; chip from the compiled program".into(),
+        },
+        Some(crate::chip::ChipSource::Assumed) => {
+            format!("; chip assumed, {}", interface.chip_hint())
+        }
+        None => String::new(),
     };
     format!("{}{chip} ({why}{chip_source})", target.backend)
 }
@@ -189,7 +197,11 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         "  size          {} computations, {} instructions, {scheduled}",
         m.computations, m.instructions
     )?;
-    writeln!(out, "  backend       {}", describe_target(&m.target))?;
+    writeln!(
+        out,
+        "  backend       {}",
+        describe_target(&m.target, options.interface)
+    )?;
     write_wrapped(
         out,
         "  front-end     ",
@@ -204,7 +216,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         )?;
     }
     for note in &m.notes {
-        writeln!(out, "  note          {note}")?;
+        writeln!(out, "  note          {}", note.message)?;
     }
     if !m.unknown_opcodes.is_empty() {
         let list: Vec<String> = m
@@ -230,7 +242,11 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     let total_meaning = if mem.total_exact {
         "everything the module needs at once: XLA's \"Total bytes used\"".to_string()
     } else if !hbm_exact {
-        let why: Vec<String> = mem.device_estimates.iter().map(|e| e.describe()).collect();
+        let why: Vec<String> = mem
+            .device_estimates
+            .iter()
+            .map(|e| e.describe(options.interface))
+            .collect();
         format!("about: {}", why.join("; "))
     } else {
         "every memory space together; the on-chip ones are hlomem's estimate".to_string()
