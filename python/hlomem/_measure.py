@@ -261,6 +261,25 @@ def split_args(made: Any) -> tuple[Any, ...]:
     return tuple(made) if isinstance(made, (tuple, list)) else (made,)
 
 
+def report_fields(report: Any) -> dict[str, Any]:
+    """A :class:`FitPoint`'s fields that hlomem's report of its module gives:
+    the bytes as XLA splits them, the peak's top groups, the findings, and
+    the report (one place for ``Session`` and :mod:`hlomem.curve`)."""
+    memory = report.memory
+    return {
+        "argument_bytes": memory.argument_bytes,
+        "output_bytes": memory.output_bytes,
+        "alias_bytes": memory.alias_bytes,
+        "temp_bytes": memory.temp_bytes,
+        "total_bytes": memory.total_bytes,
+        "live_peak_bytes": memory.live_peak_bytes,
+        "by_space": {s.name: s.bytes for s in memory.by_space},
+        "peak": _peak(report),
+        "findings": tuple(dict.fromkeys(f.code for f in report.findings)),
+        "report": report,
+    }
+
+
 class Session:
     """Compiles ``fn`` for one target, measures each compile, and keeps
     count; prints progress on standard error unless ``progress`` is false."""
@@ -485,19 +504,10 @@ class Session:
             budget_bytes=None,
             hlomem_bytes=memory.device_bytes,
             xla_bytes=xla,
-            argument_bytes=memory.argument_bytes,
-            output_bytes=memory.output_bytes,
-            alias_bytes=memory.alias_bytes,
-            temp_bytes=memory.temp_bytes,
-            total_bytes=memory.total_bytes,
-            live_peak_bytes=memory.live_peak_bytes,
-            by_space={s.name: s.bytes for s in memory.by_space},
             memory_analysis=analysis,
-            peak=_peak(report),
-            findings=tuple(dict.fromkeys(f.code for f in report.findings)),
             message=getattr(compiled, "unfinished", None),
             compiled=compiled,
-            report=report,
+            **report_fields(report),
             **name,
         )
         return self._decide(point)

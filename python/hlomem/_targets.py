@@ -30,9 +30,8 @@ from typing import Any, Union
 
 from ._binary import failure, run
 
+# GPU_TARGETS and TARGET_NAMES are read lazily (``__getattr__`` below).
 __all__ = [
-    "GPU_TARGETS",
-    "TARGET_NAMES",
     "Target",
     "TargetArg",
     "gib",
@@ -45,7 +44,7 @@ _TARGETS_DIR = Path(__file__).resolve().parent / "targets"
 _GPU_TOPOLOGY = re.compile(r"\d+x\d+x\d+")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _catalog() -> dict[str, Any]:
     """The devices and their memory, as the binary lists them (``hlomem
     targets --format json``: Rust holds the one table), read once."""

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from ._fit import LargestFit
-from ._measure import FitPoint, _peak
+from ._measure import FitPoint, report_fields
 
 __all__ = ["curve_from_dumps", "main"]
 
@@ -68,7 +68,6 @@ def _point(n: int, path: PathArg, budget: str | int, module: str | None) -> FitP
     # XLA's own figure decides where the dump holds it, as in largest_fit.
     needed = xla if xla is not None else checked.bytes
     fits = needed <= check.budget_bytes if xla is not None else bool(check.passed)
-    memory = report.memory
     return FitPoint(
         n=n,
         label=f"n={n}",
@@ -78,17 +77,8 @@ def _point(n: int, path: PathArg, budget: str | int, module: str | None) -> FitP
         hlomem_bytes=checked.bytes,
         xla_bytes=xla,
         exact=bool(checked.exact),
-        argument_bytes=memory.argument_bytes,
-        output_bytes=memory.output_bytes,
-        alias_bytes=memory.alias_bytes,
-        temp_bytes=memory.temp_bytes,
-        total_bytes=memory.total_bytes,
-        live_peak_bytes=memory.live_peak_bytes,
-        by_space={s.name: s.bytes for s in memory.by_space},
-        peak=_peak(report),
-        findings=tuple(dict.fromkeys(f.code for f in report.findings)),
         dumped=True,
-        report=report,
+        **report_fields(report),
     )
 
 
