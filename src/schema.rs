@@ -35,17 +35,20 @@ pub enum Document {
     Check,
     Diff,
     Explain,
-    /// `targets`: the devices the Python package compiles for.
+    /// `targets`: the devices the Python package compiles for, or one.
     Targets,
+    /// `fits`: whether a program fits on one device of a target.
+    Fits,
 }
 
 impl Document {
-    pub const ALL: [Document; 5] = [
+    pub const ALL: [Document; 6] = [
         Document::Analyze,
         Document::Check,
         Document::Diff,
         Document::Explain,
         Document::Targets,
+        Document::Fits,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +58,7 @@ impl Document {
             Document::Diff => "diff",
             Document::Explain => "explain",
             Document::Targets => "targets",
+            Document::Fits => "fits",
         }
     }
 
@@ -78,7 +82,9 @@ impl Document {
                 .into_root_schema_for::<Versioned<'static, crate::report::explain::ExplainReport>>(
                 ),
             Document::Targets => generator
-                .into_root_schema_for::<Versioned<'static, crate::chip::devices::Targets>>(),
+                .into_root_schema_for::<Versioned<'static, crate::report::fits::TargetsReport>>(),
+            Document::Fits => generator
+                .into_root_schema_for::<Versioned<'static, crate::report::fits::FitsReport>>(),
         }
     }
 }

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ._targets import TargetArg, gib, resolve_target
-from ._verdict import CompiledProgram, Verdict, _unfinished
+from ._verdict import CompiledProgram, Verdict
 
 if TYPE_CHECKING:
     from . import OutOfBudget
@@ -81,24 +81,15 @@ class Comparison:
         lines = [f"{head} (compiled here, no device needed):"]
         for verdict in self.verdicts:
             lines.append(f"  {verdict.target.name:<{width}}  {verdict.headline}")
-            if verdict.unfinished is not None:
-                lines.append(f"  {'':<{width}}  {_unfinished(verdict.unfinished)}")
-            if verdict.xla_bytes not in (None, verdict.needed_bytes) and not verdict.at_least:
-                lines.append(f"  {'':<{width}}  {_disagreement(verdict)}")
+            for line in (verdict.unfinished_line, verdict.disagreement):
+                if line is not None:
+                    lines.append(f"  {'':<{width}}  {line}")
         # The arguments are the same on every target (each compile was
         # checked against them): said once.
         program = next((v.program for v in self.verdicts if v.program is not None), None)
         if program is not None:
             lines.append(f"  {_without_versions(program)}")
         return "\n".join(lines)
-
-
-def _disagreement(verdict: Verdict) -> str:
-    assert verdict.xla_bytes is not None
-    return (
-        f"XLA's buffer assignment says {gib(verdict.xla_bytes)}, hlomem's analysis "
-        f"{gib(verdict.needed_bytes)}: they differ, and XLA's decides"
-    )
 
 
 def _without_versions(program: CompiledProgram) -> str:

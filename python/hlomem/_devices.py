@@ -8,20 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["chip_options", "devices_of"]
+from ._targets import device_kinds
 
-#: JAX's ``device_kind`` of the TPU generations hlomem tells apart (what
-#: ``jax.devices()[0].device_kind`` says on the chip, and what libtpu's
-#: deviceless topologies say), and the ``--tpu`` value of each.
-_DEVICE_KINDS: dict[str, str] = {
-    "TPU v4": "v4",
-    "TPU v5 lite": "v5e",
-    "TPU v5e": "v5e",
-    "TPU v5": "v5p",
-    "TPU v5p": "v5p",
-    "TPU v6 lite": "v6e",
-    "TPU v6e": "v6e",
-}
+__all__ = ["chip_options", "devices_of"]
 
 
 def devices_of(compiled: Any) -> list[Any]:
@@ -57,7 +46,12 @@ def chip_options(compiled: Any) -> tuple[str, ...]:
     compiled for (``--tpu v6e``), from its devices' ``device_kind``. Empty
     when it is not a TPU program, or its chip is not one hlomem tells apart:
     hlomem then assumes one and marks what depends on it "about"."""
-    chips = {_DEVICE_KINDS.get(getattr(d, "device_kind", "")) for d in devices_of(compiled)}
+    devices = devices_of(compiled)
+    if not devices:
+        return ()
+    # JAX's device_kind of each generation is the binary's (hlomem targets).
+    kinds = device_kinds()
+    chips = {kinds.get(getattr(d, "device_kind", "")) for d in devices}
     if len(chips) == 1 and None not in chips:
         return ("--tpu", str(chips.pop()))
     return ()

@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
@@ -34,6 +34,7 @@ from ._binary import failure, run
 __all__ = [
     "Target",
     "TargetArg",
+    "device_kinds",
     "gib",
     "gpu_target",
     "resolve_target",
@@ -41,7 +42,6 @@ __all__ = [
 
 _GIB = 1 << 30
 _TARGETS_DIR = Path(__file__).resolve().parent / "targets"
-_GPU_TOPOLOGY = re.compile(r"\d+x\d+x\d+")
 
 
 @functools.cache
@@ -55,9 +55,10 @@ def _catalog() -> dict[str, Any]:
     return catalog
 
 
-def _tpus() -> dict[str, dict[str, Any]]:
-    """The TPU generations by name (``v5e``)."""
-    return {t["generation"]: t for t in _catalog()["tpu"]}
+def device_kinds() -> dict[str, str]:
+    """JAX's ``device_kind`` of each TPU generation hlomem tells apart
+    (``"TPU v5 lite"``) -> the generation (``"v5e"``)."""
+    return {kind: t["generation"] for t in _catalog()["tpu"] for kind in t["device_kinds"]}
 
 
 def _gpu_targets() -> dict[str, tuple[str, str]]:
@@ -82,12 +83,16 @@ def __getattr__(name: str) -> Any:
 
 
 def gib(n: int, *, small_in_mib: bool = True) -> str:
-    """``n`` bytes for people, always with two decimals, as XLA prints
-    sizes: ``"11.30 GiB"``, ``"16.00 GiB"``; under 1 GiB in MiB
+    """``n`` bytes for people, always with two decimals, as a verdict
+    prints its figures: ``"11.30 GiB"``, ``"16.00 GiB"``; under 1 GiB in MiB
     (``"6.20 MiB"``), so that a small program does not read as 0.00 GiB,
     unless ``small_in_mib`` is false (a difference of two sizes in GiB:
-    ``"over by 0.20 GiB"``). Every figure of a verdict goes through this
-    one rounding."""
+    ``"over by 0.20 GiB"``).
+
+    The binary's ``units::two_decimals`` is the one definition (a verdict's
+    words come from it); this copy formats the Python-only views (what was
+    compiled, curves, tables, charts) without a process per number, and
+    ``tests/python/test_units.py`` holds it to the binary's output."""
     if abs(n) < _GIB and small_in_mib:
         return f"{n / (1 << 20):.2f} MiB"
     return f"{n / _GIB:.2f} GiB"
@@ -96,7 +101,8 @@ def gib(n: int, *, small_in_mib: bool = True) -> str:
 @dataclass(frozen=True)
 class Target:
     """A device to compile for without having it (:func:`resolve_target`
-    and :func:`gpu_target` make them; :func:`compile_for` takes one)."""
+    and :func:`gpu_target` make them, from the binary's ``hlomem targets
+    TARGET``; :func:`compile_for` takes one)."""
 
     #: As given to :func:`compile_for`, topology included: ``"tpu-v5e:2x2"``.
     name: str
@@ -119,6 +125,9 @@ class Target:
     backend_module: str
     #: GPU: the GpuTargetConfigProto text file describing the device.
     target_config: str | None = None
+    #: GPU: the share of its memory JAX's allocator takes
+    #: (``XLA_PYTHON_CLIENT_MEM_FRACTION`` when the target was made).
+    memory_fraction: float | None = None
 
     @property
     def hlomem_options(self) -> tuple[str, ...]:
@@ -129,29 +138,87 @@ class Target:
         return ()
 
     @property
+    def target_args(self) -> tuple[str, ...]:
+        """What names this target to ``hlomem targets`` and ``hlomem fits``:
+        the target (``tpu-v5e:2x2``, a config's path with its topology), and
+        for a GPU its name, device, memory and allocator share as they are
+        here."""
+        if self.platform == "tpu":
+            return (f"tpu-{self.topology}",)
+        options = ["--name", self.name, "--device", self.device]
+        options += ["--memory", f"{self.memory_bytes}B"]
+        if self.memory_fraction is not None:
+            options += ["--memory-fraction", repr(self.memory_fraction)]
+        return (f"{self.target_config}:{self.topology}", *options)
+
+    @functools.cached_property
+    def _words(self) -> dict[str, str]:
+        # The binary's words for this target (already there when it resolved it).
+        words: dict[str, str] = _resolved(self.target_args)["words"]
+        return words
+
+    @property
     def memory_word(self) -> str:
         """What the device's memory is called: ``HBM`` on TPU, ``memory`` on GPU."""
-        return "HBM" if self.platform == "tpu" else "memory"
+        return self._words["memory_word"]
 
     @property
     def share(self) -> str:
         """What a program may use of one device, in words, before "is":
         ``"JAX's share of an H100"``, ``"what libtpu lets a program use of a v5e chip"``."""
-        if self.platform == "tpu":
-            return f"what libtpu lets a program use of {self.article} {self.device}"
-        return f"JAX's share of {self.article} {self.device}"
+        return self._words["share"]
 
     @property
     def article(self) -> str:
         """``"a"`` or ``"an"`` before :attr:`device` (``an H100``, ``a v5e chip``)."""
-        return "an" if self.device[:1] in "AEFHILMNORSX" else "a"
+        return self._words["article"]
 
 
 #: What :func:`compile_for` takes as a target: a name, a config's path, or a
 #: :class:`Target`.
 TargetArg = Union[str, "os.PathLike[str]", Target]
 
-_CONFIG_SUFFIXES = (".txtpb", ".pbtxt", ".textproto", ".txt")
+#: Each platform's extra and the module that shows it installed.
+_EXTRAS = {"tpu": ("tpu", "libtpu"), "cuda": ("cuda12", "jax_cuda12_plugin")}
+#: The binary's error for a config it cannot read (raised as FileNotFoundError).
+_UNREADABLE = "cannot read the GPU target config"
+
+
+def _resolved(args: Sequence[str]) -> dict[str, Any]:
+    """``hlomem targets ARGS --format json``'s target; its refusal as
+    ValueError (FileNotFoundError for a config it cannot read)."""
+    process = run(["targets", *args, "--format", "json"])
+    if process.returncode == 2 and process.stderr:
+        message = process.stderr.decode("utf-8", "replace").strip().removeprefix("error: ")
+        raise (FileNotFoundError if message.startswith(_UNREADABLE) else ValueError)(message)
+    if process.returncode != 0:
+        raise failure(process)
+    target: dict[str, Any] = json.loads(process.stdout)["target"]
+    return target
+
+
+def _target(args: Sequence[str]) -> Target:
+    """The :class:`Target` the binary resolves ``args`` to."""
+    t = _resolved(args)
+    extra, module = _EXTRAS[t["platform"]]
+    config = t.get("config_path")
+    if config is None and t.get("shipped_config"):
+        config = str((_TARGETS_DIR / t["shipped_config"]).resolve())
+    target = Target(
+        name=t["name"],
+        platform=t["platform"],
+        device=t["device"],
+        memory_bytes=t["memory_bytes"],
+        usable_bytes=t["usable_bytes"],
+        usable_note=t["usable_note"],
+        topology=t["topology"],
+        extra=extra,
+        backend_module=module,
+        target_config=config,
+        memory_fraction=t["usable"].get("fraction"),
+    )
+    target.__dict__["_words"] = t["words"]  # the cached_property's value, known
+    return target
 
 
 def resolve_target(target: TargetArg) -> Target:
@@ -168,42 +235,9 @@ def resolve_target(target: TargetArg) -> Target:
             "target is a name like 'tpu-v5e:2x2' or 'h100', the path of a GPU target config, "
             f"or a hlomem.Target, not {target!r}"
         )
-    key = target.strip().lower()
-    base, _, topology = key.partition(":")
-    tpus = _tpus()
-    if base.startswith("tpu-") and base[4:] in tpus:
-        generation = base[4:]
-        tpu = tpus[generation]
-        topology = topology or tpu["default_topology"]
-        return Target(
-            name=f"tpu-{generation}:{topology}",
-            platform="tpu",
-            device=tpu["device"],
-            memory_bytes=tpu["memory_bytes"],
-            usable_bytes=tpu["usable_bytes"],
-            usable_note=tpu["usable_note"],
-            topology=f"{generation}:{topology}",
-            extra="tpu",
-            backend_module="libtpu",
-        )
-    gpus = _gpu_targets()
-    if base in gpus:
-        config_file, device = gpus[base]
-        return gpu_target(
-            _TARGETS_DIR / config_file,
-            name=f"{base}:{topology}" if topology else base,
-            device=device,
-            topology=topology or None,
-        )
-    path, _, topology = target.rpartition(":")
-    if not (path and _GPU_TOPOLOGY.fullmatch(topology)):
-        path, topology = target, ""
-    if path.endswith(_CONFIG_SUFFIXES) or os.sep in path or os.path.isfile(path):
-        return gpu_target(path, topology=topology or None)
-    raise ValueError(
-        f"unknown target {target!r}; hlomem knows {', '.join(_target_names())}, "
-        "or give the path of a GPU target config (.txtpb)"
-    )
+    # The binary knows the names, reads the config, and applies
+    # XLA_PYTHON_CLIENT_MEM_FRACTION (it runs with this process's environment).
+    return _target([target])
 
 
 def gpu_target(
@@ -226,58 +260,20 @@ def gpu_target(
     (default: the config's ``device_description_str``). ``topology`` is
     partitions x hosts x GPUs per host (default ``1x1x4``).
 
-    The file is read here for its memory; whether the CUDA plugin accepts it
-    shows when :func:`compile_for` compiles.
+    The binary reads the file (``hlomem targets CONFIG``) for its memory;
+    whether the CUDA plugin accepts it shows when :func:`compile_for` compiles.
     """
     path = Path(config).expanduser()
     try:
-        text = path.read_text()
+        path.open("rb").close()
     except OSError as e:
         raise FileNotFoundError(f"cannot read the GPU target config {str(config)!r}: {e}") from e
-    if "gpu_device_info" not in text:
-        raise ValueError(f"{str(config)!r} is not a GpuTargetConfigProto (no gpu_device_info)")
-    if topology is not None and not _GPU_TOPOLOGY.fullmatch(topology):
-        raise ValueError(f"a GPU topology is PARTITIONSxHOSTSxGPUS, like 1x1x8, not {topology!r}")
+    options: list[str] = []
     if memory_gib is not None:
         if memory_gib <= 0:
             raise ValueError(f"memory_gib must be positive, not {memory_gib}")
-        memory = int(memory_gib * _GIB)
-    else:
-        found = re.search(r"^\s*device_memory_size:\s*(\d+)", text, re.MULTILINE)
-        if found is None:
-            raise ValueError(
-                f"{str(config)!r} has no device_memory_size: give memory_gib= (one device's memory)"
-            )
-        memory = int(found.group(1))
-    if device is None:
-        described = re.search(r'^device_description_str:\s*"([^"]*)"', text, re.MULTILINE)
-        device = described.group(1).removeprefix("NVIDIA ") if described else path.stem
-    fraction = _gpu_fraction()
-    topology = topology or _catalog()["gpu_default_topology"]
-    usable = int(memory * fraction)
-    return Target(
-        name=name or path.stem,
-        platform="cuda",
-        device=device,
-        memory_bytes=memory,
-        usable_bytes=usable,
-        usable_note=(f"JAX's allocator takes XLA_PYTHON_CLIENT_MEM_FRACTION={fraction:g} of it"),
-        topology=topology,
-        extra="cuda12",
-        backend_module="jax_cuda12_plugin",
-        target_config=str(path.resolve()),
-    )
-
-
-def _gpu_fraction() -> float:
-    """The share of a GPU's memory JAX's allocator will use in this environment."""
-    raw = os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
-    if not raw:
-        return float(_catalog()["gpu_default_fraction"])
-    try:
-        fraction = float(raw)
-    except ValueError:
-        raise ValueError(f"XLA_PYTHON_CLIENT_MEM_FRACTION={raw!r} is not a number") from None
-    if not 0 < fraction <= 1:
-        raise ValueError(f"XLA_PYTHON_CLIENT_MEM_FRACTION={raw!r} is not in (0, 1]")
-    return fraction
+        options += ["--memory", f"{int(memory_gib * _GIB)}B"]
+    for flag, value in (("--name", name), ("--device", device), ("--topology", topology)):
+        if value is not None:
+            options += [flag, value]
+    return _target([str(path), *options])

@@ -3,10 +3,13 @@ and what was compiled, so that a reader can see it is their program."""
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ._binary import failure, run
 from ._targets import Target, gib
 
 if TYPE_CHECKING:
@@ -120,7 +123,9 @@ class Verdict:
           an A100 40GB has 39.39 GiB of memory; JAX's allocator takes ... of it; XLA's buffer ...
           compiled <lambda> with jax 0.10.2, ...: 2 arguments (float64), a f64[42994,42994] ...
 
-    :attr:`headline` is the first line alone.
+    :attr:`headline` is the first line alone. The decision and its words are
+    the binary's (``hlomem fits``, run once when first asked); what was
+    compiled is said here, where the pytree's names are known.
     """
 
     target: Target
@@ -140,6 +145,32 @@ class Verdict:
     #: assigned buffers: the verdict is that module's.
     unfinished: str | None = None
 
+    @functools.cached_property
+    def _decided(self) -> dict[str, Any]:
+        """``hlomem fits --format json`` of these figures (exit 1: it does not fit)."""
+        args = ["fits", "--target", *self.target.target_args, "--needs", str(self.needed_bytes)]
+        if self.xla_bytes is not None:
+            args += ["--xla-needs", str(self.xla_bytes)]
+        if self.at_least:
+            args.append("--refused")
+        if self.unfinished is not None:
+            args += ["--unfinished", self.unfinished]
+        process = run([*args, "--format", "json"])
+        if process.returncode not in (0, 1):
+            raise failure(process)
+        decided: dict[str, Any] = json.loads(process.stdout)
+        return decided
+
+    @property
+    def _words(self) -> dict[str, str | None]:
+        words: dict[str, str | None] = self._decided["words"]
+        return words
+
+    def _said(self, key: str) -> str:
+        text = self._words[key]
+        assert text is not None, key
+        return text
+
     @property
     def deciding_bytes(self) -> int:
         """The figure the decision is made on: XLA's own buffer assignment's
@@ -147,18 +178,16 @@ class Verdict:
         will be asked for; hlomem's equals it unless hlomem's model misses
         one of XLA's rules, or says it is an estimate), else hlomem's. For a
         refused compile, the larger of the two lower bounds."""
-        if self.xla_bytes is not None and not self.at_least:
-            return self.xla_bytes
-        return max(self.needed_bytes, self.xla_bytes or 0)
+        return int(self._decided["deciding_bytes"])
 
     @property
     def fits(self) -> bool:
-        return not self.at_least and self.deciding_bytes <= self.target.usable_bytes
+        return bool(self._decided["fits"])
 
     @property
     def spare_bytes(self) -> int:
         """Usable memory left over; negative when it does not fit."""
-        return self.target.usable_bytes - self.deciding_bytes
+        return int(self._decided["spare_bytes"])
 
     def __bool__(self) -> bool:
         return self.fits
@@ -166,65 +195,33 @@ class Verdict:
     @property
     def needs(self) -> str:
         """What the program needs, in words: ``"27.50 GiB"``, ``"at least 19.00 GiB"``."""
-        return ("at least " if self.at_least else "") + gib(self.deciding_bytes)
+        return self._said("needs")
 
     @property
     def headline(self) -> str:
         """The decision and the figures that make it, one line: ``"does not
         fit: needs 12.00 GiB, JAX's share of a V100 16GB is 11.82 GiB, over by 0.18 GiB"``."""
-        t = self.target
-        usable = f"{t.share} is {gib(t.usable_bytes)}"
-        # A compile that did not finish is said in the decision, before any figure.
-        unfinished = " (the compile did not finish)" if self.unfinished is not None else ""
-        # Differences from the share are in its unit, GiB.
-        if self.fits:
-            spare = gib(self.spare_bytes, small_in_mib=False)
-            return f"fits{unfinished}: needs {self.needs}, {usable}, {spare} to spare"
-        decision = "does not fit" + (" (its compiler refused it)" if self.at_least else unfinished)
-        over = -self.spare_bytes
-        if over <= 0:  # refused, though what the refusal says is within the limit
-            return f"{decision}: needs {self.needs}, {usable}"
-        by = ("at least " if self.at_least else "") + gib(over, small_in_mib=False)
-        return f"{decision}: needs {self.needs}, {usable}, over by {by}"
+        return self._said("headline")
 
     @property
     def basis(self) -> str:
         """The device's memory, the share a program may use, and XLA's own figure."""
-        t = self.target
-        text = f"{t.article} {t.device} has {gib(t.memory_bytes)} of {t.memory_word}"
-        if t.usable_note:
-            text += f"; {t.usable_note}"
-        if self.xla_bytes is not None and self.at_least:
-            # needed_bytes is then the refusal's own figure or hlomem's, the larger.
-            text += (
-                f"; XLA's buffer assignment of the module it refused: {gib(self.xla_bytes)} "
-                f"({self.xla_bytes} bytes)"
-            )
-        elif self.xla_bytes is not None:
-            if self.xla_bytes == self.needed_bytes:
-                text += f"; XLA's buffer assignment says the same ({gib(self.xla_bytes)})"
-            else:
-                # Said in bytes too: two figures that print alike may differ.
-                text += (
-                    f"; XLA's buffer assignment says {gib(self.xla_bytes)} ({self.xla_bytes} "
-                    f"bytes), hlomem's analysis {gib(self.needed_bytes)} ({self.needed_bytes} "
-                    "bytes): they differ, and XLA's decides (hlomem analyze --verify on a "
-                    "kept dump shows where)"
-                )
-        return text
+        return self._said("basis")
+
+    @property
+    def unfinished_line(self) -> str | None:
+        """Why the figures are an unfinished compile's (``None`` when it finished)."""
+        return self._words["unfinished"]
+
+    @property
+    def disagreement(self) -> str | None:
+        """XLA's figure and hlomem's in one line, when they differ (not for a refusal)."""
+        return self._words["disagreement"]
 
     def __str__(self) -> str:
         lines = [self.headline, f"  {self.basis}"]
-        if self.unfinished is not None:
-            lines.append(f"  {_unfinished(self.unfinished)}")
+        if self.unfinished_line is not None:
+            lines.append(f"  {self.unfinished_line}")
         if self.program is not None:
             lines.append(f"  {self.program}")
         return "\n".join(lines)
-
-
-def _unfinished(error: str) -> str:
-    first = error.strip().splitlines()[0] if error.strip() else error
-    return (
-        f"the compile did not finish ({first}); these are the figures of the module XLA "
-        "had optimized and assigned buffers to before it stopped"
-    )

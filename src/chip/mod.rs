@@ -15,6 +15,7 @@ use serde::Serialize;
 use crate::hlo::{Module, Shape};
 
 pub mod devices;
+pub mod fit;
 mod tpu;
 
 pub use tpu::TpuVersion;

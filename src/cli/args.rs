@@ -3,7 +3,7 @@
 //! into the library's type (a variant added on one side only does not compile).
 
 use hlomem::chip::{Backend, Interface, TpuVersion};
-use hlomem::render::{AnalyzeFormat, ExplainFormat, GateFormat, TargetsFormat};
+use hlomem::render::{AnalyzeFormat, ExplainFormat, FitsFormat, GateFormat, TargetsFormat};
 use hlomem::schema::Document;
 
 macro_rules! mirror {
@@ -77,6 +77,17 @@ mirror! {
 }
 
 mirror! {
+    /// `fits --format`.
+    FitsFormatArg => FitsFormat {
+        /// For people: the decision, then the figures it was made from.
+        Text,
+        /// For programs (the Python package's `Verdict` reads it): the
+        /// figures, the decision and its words.
+        Json,
+    }
+}
+
+mirror! {
     /// `--backend`.
     BackendArg => Backend { Cpu, Gpu, Tpu }
 }
@@ -93,5 +104,5 @@ mirror! {
 
 mirror! {
     /// `schema COMMAND`.
-    DocumentArg => Document { Analyze, Check, Diff, Explain, Targets }
+    DocumentArg => Document { Analyze, Check, Diff, Explain, Targets, Fits }
 }

@@ -3,23 +3,24 @@
 //!
 //! Exit codes: 0 ok; 1 a check failed (`check` over budget or a forbidden
 //! finding, `diff --fail-over` exceeded, `--verify` found a disagreement with
-//! XLA); 2 usage or input error (unreadable file, parse error).
+//! XLA, `fits`: it does not fit); 2 usage or input error (unreadable file, parse error).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use hlomem::render::{self, RenderOptions};
+use hlomem::render::RenderOptions;
 
 use self::args::{
-    AnalyzeFormatArg, BackendArg, DocumentArg, ExplainFormatArg, GateFormatArg, InterfaceArg,
-    TargetsFormatArg, TpuArg,
+    AnalyzeFormatArg, BackendArg, DocumentArg, ExplainFormatArg, FitsFormatArg, GateFormatArg,
+    InterfaceArg, TargetsFormatArg, TpuArg,
 };
 
 mod analyze;
 mod args;
 mod explain;
+mod fits;
 mod gate;
 mod stdin;
 
@@ -31,7 +32,7 @@ mod stdin;
     about,
     long_about = None,
     after_help = "Exit codes: 0 ok; 1 a check failed (check over budget or a --fail-on finding, diff --fail-over \
-                  exceeded, analyze --verify disagreed with XLA); 2 usage or input error."
+                  exceeded, analyze --verify disagreed with XLA, fits: it does not); 2 usage or input error."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -173,10 +174,44 @@ enum Command {
         format: ExplainFormatArg,
     },
     /// The devices `hlomem.compile_for` compiles for without having them: one
-    /// device's memory and what a program may use of it.
+    /// device's memory and what a program may use of it. With TARGET, that one.
     Targets {
+        /// A target (`tpu-v5e:2x2`, `h100`, `h100:1x1x8`) or the path of a GPU
+        /// target config (`GpuTargetConfigProto` text, `l40s.txtpb`).
+        #[arg(value_name = "TARGET")]
+        target: Option<String>,
+        #[command(flatten)]
+        gpu: fits::GpuArgs,
         #[arg(long, value_enum, default_value_t = TargetsFormatArg::Text)]
         format: TargetsFormatArg,
+    },
+    /// Whether a program that needs SIZE of device memory fits on one device of
+    /// a target, and why: exit 1 when it does not.
+    Fits {
+        /// A target (`tpu-v5e:2x2`, `h100`, `h100:1x1x8`; `hlomem targets` lists
+        /// them) or the path of a GPU target config.
+        #[arg(long, value_name = "TARGET")]
+        target: String,
+        /// The device memory the program needs, by hlomem's count (`check`'s
+        /// figure per device: `12GiB`, bytes).
+        #[arg(long, value_name = "SIZE")]
+        needs: String,
+        /// XLA's own figure for the same memory (the buffer assignment's total
+        /// of the device's memory space), which decides when given.
+        #[arg(long, value_name = "SIZE")]
+        xla_needs: Option<String>,
+        /// The target's compiler refused the program for memory: it needs at
+        /// least SIZE, and does not fit.
+        #[arg(long)]
+        refused: bool,
+        /// The compiler's error, when the compile stopped after XLA had assigned
+        /// buffers: the figures are that module's.
+        #[arg(long, value_name = "ERROR")]
+        unfinished: Option<String>,
+        #[command(flatten)]
+        gpu: fits::GpuArgs,
+        #[arg(long, value_enum, default_value_t = FitsFormatArg::Text)]
+        format: FitsFormatArg,
     },
     /// Print the JSON Schema of a command's `--format json` output.
     Schema {
@@ -301,13 +336,31 @@ pub fn run() -> ExitCode {
             term.stderr_color,
         ),
         Command::ExplainCode { code } => explain_code(code.as_deref()),
-        Command::Targets { format } => {
-            let targets = hlomem::chip::devices::targets();
-            match write_out(|out| render::render_targets(&targets, format.into(), out)) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
-        }
+        Command::Targets {
+            target,
+            gpu,
+            format,
+        } => fits::targets(target.as_deref(), &gpu, format.into(), term.interface),
+        Command::Fits {
+            target,
+            needs,
+            xla_needs,
+            refused,
+            unfinished,
+            gpu,
+            format,
+        } => fits::fits(
+            &target,
+            &gpu,
+            fits::FitsArgs {
+                needs,
+                xla_needs,
+                refused,
+                unfinished,
+            },
+            format.into(),
+            term.interface,
+        ),
         Command::Schema { command } => {
             let document: hlomem::schema::Document = command.into();
             let schema = document.schema();

@@ -3,6 +3,7 @@
 
 mod chart;
 mod explain;
+mod fits;
 mod gate;
 mod github;
 mod html;
@@ -17,6 +18,7 @@ pub use gate::{render_check, render_diff};
 use std::io::{self, Write};
 
 use crate::report::explain::ExplainReport;
+use crate::report::fits::{FitsReport, TargetsReport};
 use crate::report::Report;
 
 /// `text` on one line: JAX writes some primitives' parameters into `op_name`
@@ -80,15 +82,31 @@ pub enum TargetsFormat {
     Json,
 }
 
-/// `hlomem targets`.
+/// `fits --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FitsFormat {
+    Text,
+    Json,
+}
+
+/// `hlomem targets`: every target, or one.
 pub fn render_targets(
-    targets: &crate::chip::devices::Targets,
+    targets: &TargetsReport,
     format: TargetsFormat,
     out: &mut dyn Write,
 ) -> io::Result<()> {
+    match (format, targets) {
+        (TargetsFormat::Text, TargetsReport::All(all)) => targets::render_text(all, out),
+        (TargetsFormat::Text, TargetsReport::One { target }) => fits::render_target(target, out),
+        (TargetsFormat::Json, _) => json::render(targets, out),
+    }
+}
+
+/// `hlomem fits`.
+pub fn render_fits(report: &FitsReport, format: FitsFormat, out: &mut dyn Write) -> io::Result<()> {
     match format {
-        TargetsFormat::Text => targets::render_text(targets, out),
-        TargetsFormat::Json => json::render(targets, out),
+        FitsFormat::Text => fits::render_text(report, out),
+        FitsFormat::Json => json::render(report, out),
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod differences;
 pub mod explain;
+pub mod fits;
 pub mod notes;
 pub mod verification;
 

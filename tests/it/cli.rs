@@ -298,3 +298,93 @@ fn notes_name_the_settings_of_the_interface_that_asked() {
     assert!(!text.contains("--tpu"), "{text}");
     assert!(run(&[], "text").contains("chip assumed, --tpu sets it"));
 }
+
+/// `hlomem fits`: exit 0 when it fits, 1 when it does not, 2 for a target it
+/// does not know; the text is the verdict's headline and basis.
+#[test]
+fn fits_exits_by_the_verdict() {
+    let run = |args: &[&str]| {
+        let out = hlomem().arg("fits").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    // 15.75 GiB is what libtpu lets a program use of a v5e chip.
+    let (code, out, _) = run(&["--target", "tpu-v5e", "--needs", "16911433728"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.starts_with("fits: needs 15.75 GiB, "), "{out}");
+    let (code, out, _) = run(&["--target", "tpu-v5e", "--needs", "16911433729"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.starts_with("does not fit: needs 15.75 GiB, "), "{out}");
+    assert!(
+        out.contains("\n  a v5e chip has 16.00 GiB of HBM; "),
+        "{out}"
+    );
+    // A refusal never fits, even under the limit.
+    let (code, _, _) = run(&["--target", "h100", "--needs", "1GiB", "--refused"]);
+    assert_eq!(code, Some(1));
+    let (code, _, err) = run(&["--target", "tpu-v9", "--needs", "1GiB"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("unknown target 'tpu-v9'; hlomem knows tpu-v5e:2x2"),
+        "{err}"
+    );
+    // A TPU's figures are the table's: GPU overrides are refused, not ignored.
+    let (code, _, err) = run(&["--target", "tpu-v5e", "--needs", "1GiB", "--memory", "8GiB"]);
+    assert_eq!(code, Some(2), "{err}");
+}
+
+/// `hlomem targets TARGET`: one target, a GPU config of one's own read with
+/// its overrides and the allocator's share.
+#[test]
+fn targets_resolves_one_target() {
+    let dir = std::env::temp_dir().join(format!("hlomem-targets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("l40s.txtpb");
+    std::fs::write(
+        &config,
+        "gpu_device_info {\n  device_memory_size: 48305799168\n}\ndevice_description_str: \"NVIDIA L40S\"\n",
+    )
+    .unwrap();
+    let spec = format!("{}:1x1x2", config.display());
+    let out = hlomem()
+        .args([
+            "targets",
+            &spec,
+            "--memory-fraction",
+            "0.5",
+            "--format",
+            "json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let target = &json["target"];
+    assert_eq!(target["name"], "l40s");
+    assert_eq!(target["device"], "L40S");
+    assert_eq!(target["topology"], "1x1x2");
+    assert_eq!(target["usable_bytes"], 48305799168u64 / 2);
+    assert_eq!(target["words"]["share"], "JAX's share of an L40S");
+    // Without a memory in the config, the error says how to give one.
+    std::fs::write(&config, "gpu_device_info {\n  core_count: 1\n}\n").unwrap();
+    let out = hlomem()
+        .args(["targets", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("has no device_memory_size: give --memory SIZE"),
+        "{err}"
+    );
+    let out = hlomem()
+        .args(["--interface", "python", "targets", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("give memory_gib="), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -35,7 +35,7 @@ def _schema(document: str) -> dict[str, Any]:
     return schema
 
 
-SCHEMAS = {doc: _schema(doc) for doc in ("analyze", "check", "explain")}
+SCHEMAS = {doc: _schema(doc) for doc in ("analyze", "check", "explain", "targets", "fits")}
 
 
 def _definition(document: str, name: str) -> dict[str, Any]:

@@ -1,0 +1,190 @@
+//! `hlomem fits` and `hlomem targets [TARGET]`: a target resolved (the
+//! table, a shipped GPU config or one's own, read here), and whether a
+//! program of the figures given fits on one of its devices.
+
+use std::path::Path;
+
+use hlomem::chip::devices::{self, Device, GpuOptions, TargetSpec};
+use hlomem::chip::fit::Figures;
+use hlomem::chip::Interface;
+use hlomem::render::{self, FitsFormat, TargetsFormat};
+use hlomem::report::fits::{FitsReport, TargetReport, TargetsReport};
+use hlomem::units::{parse_bytes, parse_size};
+
+use super::{write_out, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
+
+/// What a GPU target's config may be overridden with.
+#[derive(Debug, clap::Args)]
+pub struct GpuArgs {
+    /// GPU: the target's name in messages (default: a shipped target's, or the
+    /// config file's stem).
+    #[arg(long, value_name = "NAME")]
+    name: Option<String>,
+    /// GPU: the device in words (default: the config's `device_description_str`).
+    #[arg(long, value_name = "WORDS")]
+    device: Option<String>,
+    /// GPU: one device's memory (default: the config's `device_memory_size`).
+    #[arg(long, value_name = "SIZE")]
+    memory: Option<String>,
+    /// GPU: partitions x hosts x GPUs per host (default 1x1x4; also `TARGET:1x1x8`).
+    #[arg(long, value_name = "PxHxG")]
+    topology: Option<String>,
+    /// GPU: the share of memory JAX's allocator takes (default:
+    /// XLA_PYTHON_CLIENT_MEM_FRACTION, else 0.75).
+    #[arg(long, value_name = "FRACTION")]
+    memory_fraction: Option<String>,
+}
+
+/// What `fits` is told about the program.
+pub struct FitsArgs {
+    pub needs: String,
+    pub xla_needs: Option<String>,
+    pub refused: bool,
+    pub unfinished: Option<String>,
+}
+
+pub fn targets(
+    target: Option<&str>,
+    gpu: &GpuArgs,
+    format: TargetsFormat,
+    interface: Interface,
+) -> u8 {
+    let report = match target {
+        None => TargetsReport::All(devices::targets()),
+        Some(spec) => match resolve(spec, gpu, interface) {
+            Ok(device) => TargetsReport::One {
+                target: TargetReport::new(device),
+            },
+            Err(e) => return fail(&e),
+        },
+    };
+    match write_out(|out| render::render_targets(&report, format, out)) {
+        Ok(()) => EXIT_OK,
+        Err(code) => code,
+    }
+}
+
+pub fn fits(
+    target: &str,
+    gpu: &GpuArgs,
+    args: FitsArgs,
+    format: FitsFormat,
+    interface: Interface,
+) -> u8 {
+    let figures = (|| {
+        let needed_bytes = parse_bytes(&args.needs).map_err(|e| format!("--needs: {e}"))?;
+        let xla_bytes = args
+            .xla_needs
+            .as_deref()
+            .map(|x| parse_bytes(x).map_err(|e| format!("--xla-needs: {e}")))
+            .transpose()?;
+        Ok::<_, String>(Figures {
+            needed_bytes,
+            xla_bytes,
+            at_least: args.refused,
+        })
+    })();
+    let (device, figures) = match resolve(target, gpu, interface).and_then(|d| Ok((d, figures?))) {
+        Ok(found) => found,
+        Err(e) => return fail(&e),
+    };
+    let report = FitsReport::new(device, figures, args.unfinished);
+    let code = if report.fit.fits {
+        EXIT_OK
+    } else {
+        EXIT_FAILED_CHECK
+    };
+    match write_out(|out| render::render_fits(&report, format, out)) {
+        Ok(()) => code,
+        Err(code) => code,
+    }
+}
+
+fn fail(error: &str) -> u8 {
+    eprintln!("error: {error}");
+    EXIT_INPUT_ERROR
+}
+
+/// The target `spec` names, with `gpu`'s overrides; a GPU config of one's
+/// own is read here.
+fn resolve(spec: &str, gpu: &GpuArgs, interface: Interface) -> Result<Device, String> {
+    match devices::parse_spec(spec, |path| Path::new(path).is_file())? {
+        TargetSpec::Tpu {
+            generation,
+            topology,
+        } => {
+            if gpu.name.is_some()
+                || gpu.device.is_some()
+                || gpu.memory.is_some()
+                || gpu.topology.is_some()
+                || gpu.memory_fraction.is_some()
+            {
+                return Err(format!(
+                    "--name, --device, --memory, --topology and --memory-fraction describe a GPU; \
+                     {spec}'s figures are hlomem's table's (a TPU's topology follows its name: \
+                     tpu-v5e:2x2)"
+                ));
+            }
+            devices::tpu_device(generation, topology.as_deref())
+                .ok_or_else(|| format!("no TPU target {spec}"))
+        }
+        TargetSpec::ShippedGpu { name, topology } => {
+            let (memory_bytes, fraction) = gpu_figures(gpu)?;
+            devices::shipped_gpu_device(name, &gpu.options(memory_bytes, fraction, &topology))
+        }
+        TargetSpec::ConfigFile { path, topology } => {
+            let (memory_bytes, fraction) = gpu_figures(gpu)?;
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read the GPU target config '{path}': {e}"))?;
+            let stem = Path::new(&path)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.clone());
+            let options = gpu.options(memory_bytes, fraction, &topology);
+            let mut device = devices::gpu_device(&text, &path, &stem, &options, interface)?;
+            device.config_path = Some(
+                std::fs::canonicalize(&path)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or(path),
+            );
+            Ok(device)
+        }
+    }
+}
+
+/// A GPU's memory as given, and the share JAX's allocator takes (read only
+/// for a GPU, as JAX reads it).
+fn gpu_figures(gpu: &GpuArgs) -> Result<(Option<u64>, f64), String> {
+    let fraction = match &gpu.memory_fraction {
+        Some(raw) => devices::memory_fraction("--memory-fraction", Some(raw))?,
+        None => devices::memory_fraction(
+            "XLA_PYTHON_CLIENT_MEM_FRACTION",
+            std::env::var("XLA_PYTHON_CLIENT_MEM_FRACTION")
+                .ok()
+                .as_deref(),
+        )?,
+    };
+    let memory_bytes = gpu
+        .memory
+        .as_deref()
+        .map(|m| parse_size(m).map_err(|e| format!("--memory: {e}")))
+        .transpose()?;
+    Ok((memory_bytes, fraction))
+}
+
+impl GpuArgs {
+    fn options<'a>(
+        &'a self,
+        memory_bytes: Option<u64>,
+        fraction: f64,
+        topology: &'a Option<String>,
+    ) -> GpuOptions<'a> {
+        GpuOptions {
+            name: self.name.as_deref(),
+            device: self.device.as_deref(),
+            memory_bytes,
+            topology: self.topology.as_deref().or(topology.as_deref()),
+            fraction: Some(fraction),
+        }
+    }
+}

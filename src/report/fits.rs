@@ -1,0 +1,378 @@
+//! `hlomem fits` and `hlomem targets TARGET`: a target and the decision
+//! whether a program fits on one of its devices (`chip::fit`), with their
+//! words. The Python package's `Verdict` and `Target` print these words, so
+//! the command line and the API say the same, rounded once (two decimals,
+//! `units::two_decimals`).
+
+use serde::Serialize;
+
+use crate::chip::devices::{Device, Platform, Targets, Usable};
+use crate::chip::fit::{Figures, Fit};
+use crate::units::two_decimals;
+
+/// A target with the words a verdict says it in.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TargetReport {
+    #[serde(flatten)]
+    pub device: Device,
+    pub words: TargetWords,
+}
+
+/// How a target is named in sentences.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct TargetWords {
+    /// What a program may use of one device, before "is": `JAX's share of
+    /// an H100`, `what libtpu lets a program use of a v5e chip`.
+    pub share: String,
+    /// `a` or `an` before the device (`an H100`, `a v5e chip`).
+    pub article: &'static str,
+    /// What the device's memory is called: `HBM` on TPU, `memory` on GPU.
+    pub memory_word: &'static str,
+}
+
+impl TargetReport {
+    pub fn new(device: Device) -> TargetReport {
+        // As the device is read aloud: "an H100", "an RTX", "a v5e chip".
+        let article = match device.device.chars().next() {
+            Some(c) if "AEFHILMNORSX".contains(c) => "an",
+            _ => "a",
+        };
+        let whose = match device.usable {
+            Usable::Libtpu => "what libtpu lets a program use of",
+            Usable::JaxAllocator { .. } => "JAX's share of",
+        };
+        let memory_word = match device.platform {
+            Platform::Tpu => "HBM",
+            Platform::Cuda => "memory",
+        };
+        let words = TargetWords {
+            share: format!("{whose} {article} {}", device.device),
+            article,
+            memory_word,
+        };
+        TargetReport { device, words }
+    }
+}
+
+/// `hlomem targets`: every target, or the one asked for.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum TargetsReport {
+    All(Targets),
+    One { target: TargetReport },
+}
+
+/// `hlomem fits`: the target, the figures, the decision and its words.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FitsReport {
+    pub target: TargetReport,
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// The compiler's error when the compile did not finish after XLA had
+    /// assigned buffers: the figures are that module's.
+    pub unfinished: Option<String>,
+    #[serde(flatten)]
+    pub fit: Fit,
+    pub words: FitWords,
+}
+
+/// A verdict in words, each figure rounded once (two decimals).
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct FitWords {
+    /// The decision and the figures that make it: `does not fit: needs 12.00
+    /// GiB, JAX's share of a V100 16GB is 11.82 GiB, over by 0.18 GiB`.
+    pub headline: String,
+    /// The device's memory, the share a program may use, and XLA's figure.
+    pub basis: String,
+    /// What the program needs: `27.50 GiB`, `at least 19.00 GiB`.
+    pub needs: String,
+    /// The spare bytes in GiB, negative when over: `0.75 GiB`, `-81.25 GiB`.
+    pub spare: String,
+    /// Why the figures are those of an unfinished compile.
+    pub unfinished: Option<String>,
+    /// XLA's figure and hlomem's, when they differ (not for a refusal), in
+    /// one short line.
+    pub disagreement: Option<String>,
+}
+
+impl FitsReport {
+    pub fn new(target: Device, figures: Figures, unfinished: Option<String>) -> FitsReport {
+        let fit = Fit::decide(&figures, target.usable_bytes);
+        let target = TargetReport::new(target);
+        let words = FitWords::new(&target, &figures, unfinished.as_deref(), &fit);
+        FitsReport {
+            target,
+            figures,
+            unfinished,
+            fit,
+            words,
+        }
+    }
+}
+
+/// The figures of a verdict: MiB under 1 GiB.
+fn size(bytes: u64) -> String {
+    two_decimals(bytes.into(), true)
+}
+
+/// A difference of two figures, in the share's unit: always GiB.
+fn difference(bytes: i128) -> String {
+    two_decimals(bytes, false)
+}
+
+impl FitWords {
+    fn new(
+        target: &TargetReport,
+        figures: &Figures,
+        unfinished: Option<&str>,
+        fit: &Fit,
+    ) -> FitWords {
+        let least = if figures.at_least { "at least " } else { "" };
+        let needs = format!("{least}{}", size(fit.deciding_bytes));
+        let device = &target.device;
+        let usable = format!("{} is {}", target.words.share, size(device.usable_bytes));
+        // A compile that did not finish is said in the decision, before any figure.
+        let unfinished_said = if unfinished.is_some() {
+            " (the compile did not finish)"
+        } else {
+            ""
+        };
+        let headline = if fit.fits {
+            format!(
+                "fits{unfinished_said}: needs {needs}, {usable}, {} to spare",
+                difference(fit.spare_bytes)
+            )
+        } else {
+            let decision = if figures.at_least {
+                "does not fit (its compiler refused it)".to_string()
+            } else {
+                format!("does not fit{unfinished_said}")
+            };
+            let over = -fit.spare_bytes;
+            if over <= 0 {
+                // Refused, though what the refusal says is within the limit.
+                format!("{decision}: needs {needs}, {usable}")
+            } else {
+                format!(
+                    "{decision}: needs {needs}, {usable}, over by {least}{}",
+                    difference(over)
+                )
+            }
+        };
+        let mut basis = format!(
+            "{} {} has {} of {}",
+            target.words.article,
+            device.device,
+            size(device.memory_bytes),
+            target.words.memory_word
+        );
+        if !device.usable_note.is_empty() {
+            basis += &format!("; {}", device.usable_note);
+        }
+        let needed = figures.needed_bytes;
+        let mut disagreement = None;
+        match figures.xla_bytes {
+            // needed_bytes is then the refusal's own figure or hlomem's, the larger.
+            Some(xla) if figures.at_least => {
+                basis += &format!(
+                    "; XLA's buffer assignment of the module it refused: {} ({xla} bytes)",
+                    size(xla)
+                );
+            }
+            Some(xla) if xla == needed => {
+                basis += &format!("; XLA's buffer assignment says the same ({})", size(xla));
+            }
+            Some(xla) => {
+                // Said in bytes too: two figures that print alike may differ.
+                basis += &format!(
+                    "; XLA's buffer assignment says {} ({xla} bytes), hlomem's analysis {} \
+                     ({needed} bytes): they differ, and XLA's decides (hlomem analyze --verify \
+                     on a kept dump shows where)",
+                    size(xla),
+                    size(needed)
+                );
+                disagreement = Some(format!(
+                    "XLA's buffer assignment says {}, hlomem's analysis {}: they differ, and \
+                     XLA's decides",
+                    size(xla),
+                    size(needed)
+                ));
+            }
+            None => {}
+        }
+        FitWords {
+            headline,
+            basis,
+            needs,
+            spare: difference(fit.spare_bytes),
+            unfinished: unfinished.map(unfinished_words),
+            disagreement,
+        }
+    }
+}
+
+/// Why the figures are an unfinished compile's, with the error's first line.
+fn unfinished_words(error: &str) -> String {
+    let error = error.trim();
+    let first = error.lines().next().unwrap_or(error);
+    format!(
+        "the compile did not finish ({first}); these are the figures of the module XLA had \
+         optimized and assigned buffers to before it stopped"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chip::devices::{shipped_gpu_device, tpu_device, GpuOptions};
+    use crate::chip::TpuVersion;
+
+    const GIB: u64 = 1 << 30;
+
+    fn verdict(target: &Device, needed: u64, xla: Option<u64>, at_least: bool) -> FitsReport {
+        let figures = Figures {
+            needed_bytes: needed,
+            xla_bytes: xla,
+            at_least,
+        };
+        FitsReport::new(target.clone(), figures, None)
+    }
+
+    fn v5e() -> Device {
+        tpu_device(TpuVersion::V5e, None).unwrap()
+    }
+
+    #[test]
+    fn the_decision_then_the_figures_it_was_made_from() {
+        let over = verdict(&v5e(), 97 * GIB, None, false);
+        assert_eq!(
+            over.words.headline,
+            "does not fit: needs 97.00 GiB, what libtpu lets a program use of a v5e chip is \
+             15.75 GiB, over by 81.25 GiB"
+        );
+        assert_eq!(
+            over.words.basis,
+            "a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it"
+        );
+        let spare = verdict(&v5e(), 15 * GIB, None, false);
+        assert_eq!(spare.words.spare, "0.75 GiB");
+        assert!(spare.words.headline.ends_with(", 0.75 GiB to spare"));
+    }
+
+    #[test]
+    fn exactly_at_the_usable_bytes_fits_one_byte_more_does_not() {
+        let usable = v5e().usable_bytes;
+        let at = verdict(&v5e(), usable, None, false);
+        assert!(at.fit.fits);
+        assert!(
+            at.words.headline.ends_with(", 0.00 GiB to spare"),
+            "{}",
+            at.words.headline
+        );
+        let over = verdict(&v5e(), usable + 1, None, false);
+        assert!(!over.fit.fits);
+        // Over by one byte, which rounds to nothing: still "does not fit".
+        assert!(over
+            .words
+            .headline
+            .starts_with("does not fit: needs 15.75 GiB"));
+        assert!(over.words.headline.ends_with("over by 0.00 GiB"));
+    }
+
+    #[test]
+    fn a_refusal_says_at_least_and_xla_figure_of_what_it_refused() {
+        let refused = verdict(&v5e(), 19 * GIB, Some(19 * GIB), true);
+        assert_eq!(
+            refused.words.headline,
+            "does not fit (its compiler refused it): needs at least 19.00 GiB, what libtpu lets a \
+             program use of a v5e chip is 15.75 GiB, over by at least 3.25 GiB"
+        );
+        assert!(refused.words.basis.ends_with(&format!(
+            "; XLA's buffer assignment of the module it refused: 19.00 GiB ({} bytes)",
+            19 * GIB
+        )));
+        assert_eq!(refused.words.disagreement, None);
+        // Refused, though within the limit: no "over by".
+        let within = verdict(&v5e(), GIB, None, true);
+        assert!(!within.fit.fits);
+        assert!(
+            within.words.headline.ends_with("is 15.75 GiB"),
+            "{}",
+            within.words.headline
+        );
+    }
+
+    #[test]
+    fn xla_and_hlomem_differing_are_both_said_and_xla_decides() {
+        let h100 = shipped_gpu_device("h100", &GpuOptions::default()).unwrap();
+        let xla = (48.2 * GIB as f64) as u64;
+        let fits = verdict(&h100, 48 * GIB, Some(xla), false);
+        assert_eq!(fits.fit.deciding_bytes, xla);
+        assert_eq!(
+            fits.words.headline,
+            "fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare"
+        );
+        assert_eq!(
+            fits.words.basis,
+            format!(
+                "an H100 has 79.11 GiB of memory; JAX's allocator takes \
+                 XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says 48.20 \
+                 GiB ({xla} bytes), hlomem's analysis 48.00 GiB ({} bytes): they differ, and \
+                 XLA's decides (hlomem analyze --verify on a kept dump shows where)",
+                48 * GIB
+            )
+        );
+        assert!(fits.words.disagreement.is_some());
+        let same = verdict(&h100, 48 * GIB, Some(48 * GIB), false);
+        assert!(same
+            .words
+            .basis
+            .ends_with("; XLA's buffer assignment says the same (48.00 GiB)"));
+        assert_eq!(same.words.disagreement, None);
+    }
+
+    #[test]
+    fn an_unfinished_compile_is_said_in_the_decision() {
+        let h100 = shipped_gpu_device("h100", &GpuOptions::default()).unwrap();
+        let figures = Figures {
+            needed_bytes: GIB,
+            xla_bytes: None,
+            at_least: false,
+        };
+        let report = FitsReport::new(
+            h100.clone(),
+            figures.clone(),
+            Some("INTERNAL: CUDA Runtime error: ...\nmore".into()),
+        );
+        assert!(report
+            .words
+            .headline
+            .starts_with("fits (the compile did not finish): needs 1.00 GiB"));
+        assert_eq!(
+            report.words.unfinished.as_deref(),
+            Some(
+                "the compile did not finish (INTERNAL: CUDA Runtime error: ...); these are the \
+                 figures of the module XLA had optimized and assigned buffers to before it stopped"
+            )
+        );
+        let over = FitsReport::new(
+            h100,
+            Figures {
+                needed_bytes: 70 * GIB,
+                ..figures
+            },
+            Some("INTERNAL".into()),
+        );
+        assert!(over
+            .words
+            .headline
+            .starts_with("does not fit (the compile did not finish): needs 70.00 GiB"));
+    }
+
+    #[test]
+    fn small_programs_in_mib_differences_in_gib() {
+        let small = verdict(&v5e(), 6_500_000, None, false);
+        assert!(small.words.headline.starts_with("fits: needs 6.20 MiB"));
+        assert_eq!(small.words.needs, "6.20 MiB");
+    }
+}
