@@ -2,25 +2,28 @@
 during the compile (``--xla_dump_to``): the optimized module and XLA's own
 buffer assignment totals, also when the compiler refused the program.
 
-Found on real compiles (jax 0.10.2, libtpu 0.0.42, jax-cuda12-plugin
-0.10.2): XLA writes ``<prefix>after_optimizations.txt`` with its
-``-buffer-assignment.txt``, ``-buffer-assignment-values.txt`` ("Total bytes
-used") and ``-memory-usage-report.txt`` (each memory space's total) for
-every module; when libtpu refuses a program for memory it has already
-written them, and adds ``<prefix>oom_intermediate_module.txt``.
+This module finds the files; the binary reads the totals (Rust reads
+XLA's reports for ``hlomem analyze --verify``). Found on real compiles
+(jax 0.10.2, libtpu 0.0.42, jax-cuda12-plugin 0.10.2): XLA writes
+``<prefix>after_optimizations.txt`` with its ``-buffer-assignment.txt``,
+``-buffer-assignment-values.txt`` ("Total bytes used") and
+``-memory-usage-report.txt`` (each memory space's total) for every module;
+when libtpu refuses a program for memory it has already written them, and
+adds ``<prefix>oom_intermediate_module.txt``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ._binary import run
+
 __all__ = ["DumpedModule", "XlaTotals", "read_dump"]
 
 _AFTER = "after_optimizations.txt"
-_SPACE = re.compile(r"^Memory Space: (\S+) \(color=(\d+)\)\nTotal bytes: (\d+)", re.MULTILINE)
-_TOTAL = re.compile(r"^Total bytes used: (\d+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,9 @@ class XlaTotals:
 
     #: The buffer assignment's "Total bytes used" (every memory space).
     total_bytes: int
-    #: Each memory space's total, as XLA names it (``default``: HBM on TPU,
-    #: the GPU's memory; ``vmem``...).
+    #: Each memory space's allocations, as XLA names the space (``default``:
+    #: HBM on TPU, the GPU's memory; ``vmem``...): the totals of XLA's
+    #: ``-memory-usage-report.txt``.
     by_space: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -78,21 +82,16 @@ def _module_name(text: str) -> str | None:
 
 
 def _totals(folder: Path, prefix: str) -> XlaTotals | None:
-    stem = f"{prefix}{_AFTER[:-4]}"
-    total = None
-    for report in ("-buffer-assignment-values.txt", "-buffer-assignment.txt"):
-        path = folder / f"{stem}{report}"
-        if path.exists():
-            match = _TOTAL.search(path.read_text(errors="replace"))
-            if match:
-                total = int(match.group(1))
-                break
-    if total is None:
+    """XLA's totals of the module ``prefix`` names, as the binary reads its
+    buffer-assignment report (``hlomem analyze FILE --verify``: Rust's
+    reader of XLA's reports is the one); ``None`` when the report is not
+    there or cannot be read."""
+    process = run(["analyze", str(folder / f"{prefix}{_AFTER}"), "--verify", "--format", "json"])
+    if process.returncode not in (0, 1):  # 1: hlomem's figures differ somewhere; XLA's are read
         return None
-    usage = folder / f"{stem}-memory-usage-report.txt"
-    spaces = (
-        {m.group(1): int(m.group(3)) for m in _SPACE.finditer(usage.read_text(errors="replace"))}
-        if usage.exists()
-        else {}
-    )
-    return XlaTotals(total, spaces)
+    modules = json.loads(process.stdout).get("modules") or [{}]
+    totals = (modules[0].get("verification") or {}).get("xla_totals")
+    if totals is None or totals.get("total_bytes_used") is None:
+        return None
+    spaces = {space["name"]: space["bytes"] for space in totals["by_space"]}
+    return XlaTotals(totals["total_bytes_used"], spaces)

@@ -255,6 +255,16 @@ pub struct Device {
     pub config_path: Option<String>,
 }
 
+impl Device {
+    /// The TPU chip (which sizes tuple tables), read from the topology.
+    pub fn tpu_generation(&self) -> Option<TpuVersion> {
+        match self.platform {
+            Platform::Tpu => TpuVersion::parse(self.topology.split(':').next()?),
+            Platform::Cuda => None,
+        }
+    }
+}
+
 /// A target as written: `tpu-v5e:2x2`, `h100:1x1x8`, `l40s.txtpb:1x1x2`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TargetSpec {

@@ -2,13 +2,13 @@
 //! table, a shipped GPU config or one's own, read here), and whether a
 //! program of the figures given fits on one of its devices.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use hlomem::chip::devices::{self, Device, GpuOptions, TargetSpec};
+use hlomem::chip::devices::{self, Device, GpuOptions, Platform, TargetSpec};
 use hlomem::chip::fit::Figures;
-use hlomem::chip::Interface;
+use hlomem::chip::{Backend, Interface};
 use hlomem::render::{self, FitsFormat, TargetsFormat};
-use hlomem::report::fits::{FitsReport, TargetReport, TargetsReport};
+use hlomem::report::fits::{FitsReport, ModuleFigures, TargetReport, TargetsReport};
 use hlomem::units::{parse_bytes, parse_size};
 
 use super::{write_out, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
@@ -37,7 +37,8 @@ pub struct GpuArgs {
 
 /// What `fits` is told about the program.
 pub struct FitsArgs {
-    pub needs: String,
+    pub path: Option<PathBuf>,
+    pub needs: Option<String>,
     pub xla_needs: Option<String>,
     pub refused: bool,
     pub unfinished: Option<String>,
@@ -71,24 +72,53 @@ pub fn fits(
     format: FitsFormat,
     interface: Interface,
 ) -> u8 {
-    let figures = (|| {
-        let needed_bytes = parse_bytes(&args.needs).map_err(|e| format!("--needs: {e}"))?;
-        let xla_bytes = args
-            .xla_needs
-            .as_deref()
-            .map(|x| parse_bytes(x).map_err(|e| format!("--xla-needs: {e}")))
-            .transpose()?;
-        Ok::<_, String>(Figures {
-            needed_bytes,
-            xla_bytes,
-            at_least: args.refused,
-        })
-    })();
-    let (device, figures) = match resolve(target, gpu, interface).and_then(|d| Ok((d, figures?))) {
-        Ok(found) => found,
+    let device = match resolve(target, gpu, interface) {
+        Ok(device) => device,
         Err(e) => return fail(&e),
     };
-    let report = FitsReport::new(device, figures, args.unfinished);
+    let size = |flag: &str, text: &Option<String>| {
+        text.as_deref()
+            .map(|t| parse_bytes(t).map_err(|e| format!("{flag}: {e}")))
+            .transpose()
+    };
+    let (needs, xla_needs) = match (
+        size("--needs", &args.needs),
+        size("--xla-needs", &args.xla_needs),
+    ) {
+        (Ok(n), Ok(x)) => (n, x),
+        (Err(e), _) | (_, Err(e)) => return fail(&e),
+    };
+    let module = match &args.path {
+        Some(path) => match module_of(path, &device) {
+            Ok(module) => Some(module),
+            Err(e) => return fail(&e),
+        },
+        None => None,
+    };
+    let figures = match (&module, needs) {
+        (Some(module), refusal) => {
+            if refusal.is_some() && !args.refused {
+                return fail(
+                    "--needs with FILE is the compiler's own figure for a refusal: add --refused, \
+                     or leave FILE out to give the figure alone",
+                );
+            }
+            Figures {
+                // A refusal's figure and the refused module's are both lower bounds.
+                needed_bytes: module.device_bytes.max(refusal.unwrap_or(0)),
+                xla_bytes: module.xla.as_ref().and_then(|x| x.device_bytes()),
+                at_least: args.refused,
+            }
+        }
+        (None, Some(needed_bytes)) => Figures {
+            needed_bytes,
+            xla_bytes: xla_needs,
+            at_least: args.refused,
+        },
+        (None, None) => return fail("give FILE or --needs SIZE"),
+    };
+    let mut report = FitsReport::new(device, figures, args.unfinished);
+    report.module = module;
     let code = if report.fit.fits {
         EXIT_OK
     } else {
@@ -98,6 +128,38 @@ pub fn fits(
         Ok(()) => code,
         Err(code) => code,
     }
+}
+
+/// The figures of the module in `path` (a file, or a folder of one module),
+/// analyzed with `device`'s chip, which must be the module's backend.
+fn module_of(path: &Path, device: &Device) -> Result<ModuleFigures, String> {
+    let files = hlomem::pipeline::collect_inputs(&[path.to_path_buf()]);
+    let file = match files.as_slice() {
+        [file] => file,
+        [] => return Err(format!("no HLO module in {}", path.display())),
+        _ => {
+            return Err(format!(
+                "{} holds {} modules: give one file (its *after_optimizations.txt)",
+                path.display(),
+                files.len()
+            ))
+        }
+    };
+    let chip = device.tpu_generation();
+    let module = hlomem::pipeline::module_figures(file, chip).map_err(|e| e.to_string())?;
+    let expected = match device.platform {
+        Platform::Tpu => Backend::Tpu,
+        Platform::Cuda => Backend::Gpu,
+    };
+    if module.backend != expected {
+        return Err(format!(
+            "{} was compiled for {}, not for {}'s {expected}: its memory there is another program's",
+            file.display(),
+            module.backend,
+            device.name
+        ));
+    }
+    Ok(module)
 }
 
 fn fail(error: &str) -> u8 {

@@ -185,23 +185,29 @@ enum Command {
         #[arg(long, value_enum, default_value_t = TargetsFormatArg::Text)]
         format: TargetsFormatArg,
     },
-    /// Whether a program that needs SIZE of device memory fits on one device of
-    /// a target, and why: exit 1 when it does not.
+    /// Whether a program fits on one device of a target, and why: exit 1 when it
+    /// does not. Its figures are a module's (FILE: hlomem's count, and XLA's
+    /// own from the buffer-assignment report beside it) or given (--needs).
     Fits {
+        /// An optimized HLO file of an XLA dump (`*after_optimizations.txt`), or a
+        /// dump folder holding one module.
+        #[arg(value_name = "FILE", required_unless_present = "needs")]
+        path: Option<PathBuf>,
         /// A target (`tpu-v5e:2x2`, `h100`, `h100:1x1x8`; `hlomem targets` lists
         /// them) or the path of a GPU target config.
         #[arg(long, value_name = "TARGET")]
         target: String,
         /// The device memory the program needs, by hlomem's count (`check`'s
-        /// figure per device: `12GiB`, bytes).
+        /// figure per device: `12GiB`, bytes); with FILE and --refused, the
+        /// compiler's own figure (the larger of it and the module's decides).
         #[arg(long, value_name = "SIZE")]
-        needs: String,
+        needs: Option<String>,
         /// XLA's own figure for the same memory (the buffer assignment's total
         /// of the device's memory space), which decides when given.
-        #[arg(long, value_name = "SIZE")]
+        #[arg(long, value_name = "SIZE", conflicts_with = "path")]
         xla_needs: Option<String>,
         /// The target's compiler refused the program for memory: it needs at
-        /// least SIZE, and does not fit.
+        /// least what the figures say, and does not fit.
         #[arg(long)]
         refused: bool,
         /// The compiler's error, when the compile stopped after XLA had assigned
@@ -342,6 +348,7 @@ pub fn run() -> ExitCode {
             format,
         } => fits::targets(target.as_deref(), &gpu, format.into(), term.interface),
         Command::Fits {
+            path,
             target,
             needs,
             xla_needs,
@@ -353,6 +360,7 @@ pub fn run() -> ExitCode {
             &target,
             &gpu,
             fits::FitsArgs {
+                path,
                 needs,
                 xla_needs,
                 refused,

@@ -184,6 +184,27 @@ pub fn load_and_model(
     Ok((module, model))
 }
 
+/// What `hlomem fits FILE` decides on: hlomem's count of the device memory
+/// of the module in `path` (per device, as `check` compares it) and XLA's own
+/// totals from the buffer-assignment report beside it, when there is one.
+pub fn module_figures(
+    path: &Path,
+    tpu_version: Option<chip::TpuVersion>,
+) -> Result<report::fits::ModuleFigures, Error> {
+    let (module, model) = load_and_model(path, None, tpu_version)?;
+    let name = module.read(|m| m.name.to_string())?;
+    let xla = read::xla_reports(path)?.map(|reports| reports.totals(&model.target));
+    let device = model.totals.by_space.first();
+    Ok(report::fits::ModuleFigures {
+        name,
+        file: path.display().to_string(),
+        backend: model.target.backend,
+        device_bytes: model.totals.device_bytes,
+        exact: device.is_none_or(|s| s.exact),
+        xla,
+    })
+}
+
 /// A module's memory model, and what its report reads of the module alone
 /// ([`usage::ModuleFacts`], read beside the accounting: the longest stages of
 /// the accounting keep one core busy and leave the other idle).
@@ -331,7 +352,12 @@ fn summarize_one(
     let mut verify_error = None;
     if options.verify {
         summary.verification = Some(match read::xla_reports(&input.path) {
-            Ok(Some(xla)) => analysis::verify::verify(module, &model, &xla).into(),
+            Ok(Some(xla)) => {
+                let mut verification: report::verification::Verification =
+                    analysis::verify::verify(module, &model, &xla).into();
+                verification.xla_totals = Some(xla.totals(target));
+                verification
+            }
             Ok(None) => {
                 verify_error = Some((
                     input.path.clone(),

@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use crate::chip::devices::{Device, Platform, Targets, Usable};
 use crate::chip::fit::{Figures, Fit};
+use crate::chip::Backend;
 use crate::units::two_decimals;
+use crate::xla_report::XlaTotals;
 
 /// A target with the words a verdict says it in.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -62,10 +64,29 @@ pub enum TargetsReport {
     One { target: TargetReport },
 }
 
+/// The module `hlomem fits FILE` read its figures from.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct ModuleFigures {
+    /// Its `HloModule` name.
+    pub name: String,
+    pub file: String,
+    /// The backend whose rules were applied (read from the text).
+    pub backend: Backend,
+    /// hlomem's count of its device memory, per device (`check`'s figure).
+    pub device_bytes: u64,
+    /// `false` when that count is hlomem's estimate.
+    pub exact: bool,
+    /// XLA's own totals, from the buffer-assignment report beside the file.
+    pub xla: Option<XlaTotals>,
+}
+
 /// `hlomem fits`: the target, the figures, the decision and its words.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FitsReport {
     pub target: TargetReport,
+    /// The module the figures are from, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module: Option<ModuleFigures>,
     #[serde(flatten)]
     pub figures: Figures,
     /// The compiler's error when the compile did not finish after XLA had
@@ -102,6 +123,7 @@ impl FitsReport {
         let words = FitWords::new(&target, &figures, unfinished.as_deref(), &fit);
         FitsReport {
             target,
+            module: None,
             figures,
             unfinished,
             fit,

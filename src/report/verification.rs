@@ -18,6 +18,10 @@ pub struct Verification {
     /// Why some comparisons were skipped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// XLA's own totals, as its reports give them ("Total bytes used", each
+    /// memory space's allocations), when they could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub xla_totals: Option<crate::xla_report::XlaTotals>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -35,6 +39,7 @@ impl Verification {
             checked: 0,
             disagreements: Vec::new(),
             notes: vec![why.to_string()],
+            xla_totals: None,
         }
     }
 
@@ -50,6 +55,7 @@ impl From<verify::Verification> for Verification {
             checked: v.checked,
             disagreements: v.differences.iter().map(Disagreement::of).collect(),
             notes: v.notes.iter().map(note).collect(),
+            xla_totals: None,
         }
     }
 }

@@ -40,6 +40,36 @@ pub struct XlaReports {
     pub live_ranges: Option<XlaLiveRanges>,
 }
 
+/// XLA's own totals of one module, from its buffer-assignment report.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct XlaTotals {
+    /// "Total bytes used" (every memory space), when the report has the line.
+    pub total_bytes_used: Option<u64>,
+    /// The allocations of each memory space, default (device memory) first:
+    /// the totals XLA's `-memory-usage-report.txt` prints per space.
+    pub by_space: Vec<XlaSpace>,
+}
+
+/// One memory space's allocations.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct XlaSpace {
+    pub color: u64,
+    /// As XLA's memory-usage report names it: `default`, `vmem`.
+    pub name: String,
+    pub bytes: u64,
+}
+
+impl XlaTotals {
+    /// What must fit in the device's memory: the default space, else (no
+    /// allocation listed) "Total bytes used".
+    pub fn device_bytes(&self) -> Option<u64> {
+        match self.by_space.first() {
+            Some(space) if space.color == 0 => Some(space.bytes),
+            _ => self.total_bytes_used,
+        }
+    }
+}
+
 /// How XLA wrote the buffer-assignment report.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub enum Layout {
@@ -117,6 +147,28 @@ pub struct PeakValue {
     pub bytes: u64,
     /// The sum of this and the values above it (absent before 2025-05).
     pub cumulative: Option<u64>,
+}
+
+impl XlaReports {
+    /// The totals, each memory space named as `target`'s XLA names it.
+    pub fn totals(&self, target: &crate::chip::Target) -> XlaTotals {
+        let mut by_color = std::collections::BTreeMap::<u64, u64>::new();
+        for a in &self.allocations {
+            let bytes = by_color.entry(a.color).or_default();
+            *bytes = bytes.saturating_add(a.size);
+        }
+        XlaTotals {
+            total_bytes_used: self.total_bytes_used,
+            by_space: by_color
+                .into_iter()
+                .map(|(color, bytes)| XlaSpace {
+                    color,
+                    name: target.space_name(color),
+                    bytes,
+                })
+                .collect(),
+        }
+    }
 }
 
 impl XlaAllocation {

@@ -221,6 +221,32 @@ fn corpus_accelerator_verify_agrees() {
 }
 
 /// The backend comes from the text, whatever the file is called.
+/// XLA's totals as hlomem reads them from the reports beside each module
+/// (what `hlomem fits FILE` decides on, and the Python package's
+/// `XlaTotals`) equal what XLA's memory-usage report and "Total bytes used"
+/// line say, for every module.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_accelerator_xla_totals_are_xlas() {
+    for m in accelerator_modules() {
+        let figures = hlomem::pipeline::module_figures(&m.hlo, chip(&m.truth)).unwrap();
+        let totals = figures.xla.expect("XLA's totals");
+        assert_eq!(
+            totals.total_bytes_used,
+            m.report["total_bytes_used_line"].as_u64(),
+            "{}",
+            m.name
+        );
+        let usage = m.report["memory_usage_report"].as_object().unwrap();
+        assert!(!usage.is_empty(), "{}", m.name);
+        for space in &totals.by_space {
+            let key = format!("{} (color={})", space.name, space.color);
+            assert_eq!(usage[&key].as_u64(), Some(space.bytes), "{}: {key}", m.name);
+        }
+        assert_eq!(totals.by_space.len(), usage.len(), "{}", m.name);
+    }
+}
+
 #[test]
 #[ignore = "set HLOMEM_CORPUS"]
 fn corpus_accelerator_backend_is_read_from_the_text() {

@@ -388,3 +388,94 @@ fn targets_resolves_one_target() {
     assert!(err.contains("give memory_gib="), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `hlomem fits FILE`: hlomem's count of the module and XLA's own figure,
+/// read from the report beside it; XLA's figure for each memory space is
+/// what XLA's memory-usage report says.
+#[test]
+fn fits_reads_a_dumped_module_and_xlas_figure() {
+    let mut checked = 0;
+    for (case, target) in [
+        ("tpu_mlp_train_donate", "tpu-v5e"),
+        ("tpu_v6e_mlp_train_donate", "tpu-v6e"),
+        ("tpu_while_loop", "tpu-v5e"),
+        ("gpu_mlp_train_donate", "h100"),
+        ("gpu_while_loop", "h100"),
+    ] {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("samples")
+            .join(case)
+            .join("dump");
+        for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix("-memory-usage-report.txt") else {
+                continue;
+            };
+            let file = folder.join(format!("{stem}.txt"));
+            let out = hlomem()
+                .args(["fits", file.to_str().unwrap(), "--target", target])
+                .args(["--format", "json"])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{name}");
+            let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let usage = std::fs::read_to_string(entry.path()).unwrap();
+            let lines: Vec<&str> = usage.lines().collect();
+            let spaces: Vec<(String, u64)> = lines
+                .windows(2)
+                .filter_map(|w| {
+                    let space = w[0].strip_prefix("Memory Space: ")?.split(' ').next()?;
+                    let bytes = w[1].strip_prefix("Total bytes: ")?.split(' ').next()?;
+                    Some((space.to_string(), bytes.parse().ok()?))
+                })
+                .collect();
+            let by_space: Vec<(String, u64)> = json["module"]["xla"]["by_space"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| {
+                    (
+                        s["name"].as_str().unwrap().to_string(),
+                        s["bytes"].as_u64().unwrap(),
+                    )
+                })
+                .collect();
+            assert!(!spaces.is_empty(), "{name}");
+            assert_eq!(by_space, spaces, "{name}");
+            // XLA's figure decides: the default space's.
+            assert_eq!(json["xla_bytes"].as_u64(), Some(spaces[0].1), "{name}");
+            assert_eq!(json["deciding_bytes"].as_u64(), Some(spaces[0].1), "{name}");
+            assert_eq!(
+                json["module"]["device_bytes"], json["needed_bytes"],
+                "{name}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 5, "only {checked} modules");
+    // A refusal's own figure is a lower bound beside the module's.
+    let file = "samples/tpu_mlp_train_donate/dump/module_0000.jit_sgd_step.cl_933746096.after_optimizations.txt";
+    let out = hlomem()
+        .args([
+            "fits",
+            file,
+            "--target",
+            "tpu-v5e",
+            "--refused",
+            "--needs",
+            "17GiB",
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["needed_bytes"].as_u64(), Some(17 << 30));
+    assert_eq!(json["deciding_bytes"].as_u64(), Some(17 << 30));
+    // ... and without --refused it is refused: the module has its own count.
+    let out = hlomem()
+        .args(["fits", file, "--target", "tpu-v5e", "--needs", "17GiB"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

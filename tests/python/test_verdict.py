@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,24 @@ def test_device_kinds_come_from_the_binary() -> None:
     kinds = device_kinds()
     assert kinds["TPU v5 lite"] == "v5e" and kinds["TPU v6 lite"] == "v6e"
     assert set(kinds.values()) == {t["generation"] for t in hlomem._targets._catalog()["tpu"]}
+
+
+@pytest.mark.parametrize(
+    "case", ["tpu_mlp_train_donate", "tpu_v6e_mlp_train_donate", "gpu_mlp_train_donate"]
+)
+def test_xla_totals_are_xlas_memory_usage_report(repo_root: Path, case: str) -> None:
+    """The dump's totals come from the binary's reader of XLA's reports: each
+    space's allocations are what XLA's own memory-usage report says."""
+    from hlomem._xla_dump import read_dump
+
+    folder = repo_root / "samples" / case / "dump"
+    dumped = read_dump(folder)
+    assert dumped is not None and dumped.xla is not None
+    (usage,) = folder.glob("*-memory-usage-report.txt")
+    spaces = re.findall(
+        r"^Memory Space: (\S+) \(color=\d+\)\nTotal bytes: (\d+)", usage.read_text(), re.MULTILINE
+    )
+    assert spaces and dumped.xla.by_space == {name: int(n) for name, n in spaces}
+    (values,) = folder.glob("*-buffer-assignment-values.txt")
+    total = re.search(r"^Total bytes used: (\d+)", values.read_text(), re.MULTILINE)
+    assert total is not None and dumped.xla.total_bytes == int(total.group(1))
