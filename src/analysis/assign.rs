@@ -305,10 +305,15 @@ pub fn assign(
             .filter(|b| color_of[b.index()] == color)
             .collect();
         let packed = heap::simulate(module, dataflow, ranges, &in_color, target, color);
+        // The memory-space assignment packs within its limit, more tightly
+        // than this replay where the replay would pass it.
+        let size = target
+            .preset_space_limit(color)
+            .map_or(packed.heap_size, |limit| packed.heap_size.min(limit));
         let block = Allocation {
             kind: AllocationKind::Temp,
             color,
-            size: packed.heap_size,
+            size,
             maybe_live_out: false,
             buffers: in_color,
             temp_tuple: false,

@@ -387,6 +387,20 @@ impl Target {
         self.newer_libtpu
     }
 
+    /// The most bytes the memory-space assignment may lay out in a space it
+    /// places (TPU VMEM, on a measured chip; where the chip is assumed, the
+    /// largest of the measured chips' bounds): hlomem's packing of that space,
+    /// which only approximates the assignment's, is held below it.
+    pub fn preset_space_limit(&self, color: u64) -> Option<u64> {
+        match (self.backend, color) {
+            (Backend::Tpu, 1) => match self.tpu_version {
+                Some(chip) if !self.chip_assumed() => tpu::vmem_assignment_limit(chip),
+                _ => tpu::vmem_assignment_limit_any(),
+            },
+            _ => None,
+        }
+    }
+
     /// Spaces whose block XLA creates before assigning any buffer: TPU's VMEM,
     /// laid out by memory-space assignment.
     pub fn preset_colors(&self) -> &'static [u64] {
@@ -451,5 +465,24 @@ mod tests {
         assert!(v5p.space_is_exact(0));
         let gpu = Target::forced(Backend::Gpu);
         assert_eq!(gpu.heap_order(0), HeapOrder::BestOfSizeAndTime);
+    }
+
+    /// Only VMEM is held to the memory-space assignment's bound, the chip's
+    /// where it is named and measured, the largest measured one where not.
+    #[test]
+    fn vmem_is_bounded_by_the_named_chip() {
+        let named = |chip| {
+            Target::detect(&module(""))
+                .with_tpu_version(Some((chip, ChipSource::User)))
+                .preset_space_limit(1)
+        };
+        assert_eq!(named(TpuVersion::V5e), Some(112 << 20));
+        assert_eq!(named(TpuVersion::V6e), Some(96 << 20));
+        assert_eq!(named(TpuVersion::V5p), None);
+        let assumed = Target::detect(&module("")).with_tpu_version(None);
+        assert_eq!(assumed.preset_space_limit(1), Some(112 << 20));
+        assert_eq!(assumed.preset_space_limit(0), None);
+        assert_eq!(assumed.preset_space_limit(2), None);
+        assert_eq!(Target::forced(Backend::Gpu).preset_space_limit(1), None);
     }
 }

@@ -264,6 +264,42 @@ pub fn fallback_limit_range() -> (u64, u64) {
     )
 }
 
+/// The most VMEM (color 1) libtpu's memory-space assignment may lay out:
+/// the chip's VMEM less the scoped VMEM each kernel keeps for itself
+/// (`--xla_tpu_scoped_vmem_limit_kib`, -1 in the dumps' flag files: the chip's
+/// default). XLA's VMEM allocation is the highest end among the chunks the
+/// assignment placed (`MemorySpaceAssignment::Process`, `alternate_memory_size_`;
+/// `BufferAssigner::AssignPresetBuffers` makes it the color's allocation), and
+/// every chunk lies below this bound (its `max_size_in_bytes`).
+/// Evidence: on v5e six modules of `../shared/accelerators` (MLP and
+/// transformer steps, libtpu 0.0.42 and 0.0.52) have exactly 112 MiB, and an
+/// MLP step compiled with the scoped limit at 32 MiB has exactly 96 MiB and at
+/// 8 MiB a little over 112: 128 MiB less the scoped limit, 16 MiB by default.
+/// On v6e (128 MiB, scoped 32 MiB by default) no compile went past 96 MiB,
+/// and with the scoped limit at 16 MiB or 100 MiB none past 112 MiB or 28 MiB.
+/// v5p's and v4's (whose assignment fills color 3) were not measured.
+pub fn vmem_assignment_limit(version: TpuVersion) -> Option<u64> {
+    match version {
+        TpuVersion::V5e => Some((128 - 16) * MIB),
+        TpuVersion::V6e => Some((128 - 32) * MIB),
+        TpuVersion::V5p | TpuVersion::V4 => None,
+    }
+}
+
+/// [`vmem_assignment_limit`] where the chip is not known: the largest of the
+/// measured chips'.
+pub fn vmem_assignment_limit_any() -> Option<u64> {
+    [
+        TpuVersion::V4,
+        TpuVersion::V5e,
+        TpuVersion::V5p,
+        TpuVersion::V6e,
+    ]
+    .into_iter()
+    .filter_map(vmem_assignment_limit)
+    .max()
+}
+
 /// Memory spaces as XLA's TPU memory-usage report names them.
 pub fn space_name(color: u64) -> String {
     match color {

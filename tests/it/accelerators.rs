@@ -409,3 +409,50 @@ fn tpu_hbm_fallback_near_the_limit_is_an_estimate() {
         );
     }
 }
+
+/// `tests/tpu_vmem/module.txt` analyzed alone, the chip named or not: each
+/// memory space's (color, bytes, exact), and the total's bytes and exactness.
+fn vmem_module(chip: Option<TpuVersion>) -> (Vec<(u64, u64, bool)>, u64, bool) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tpu_vmem/module.txt");
+    let options = hlomem::AnalyzeOptions {
+        tpu_version: chip,
+        ..Default::default()
+    };
+    let report = hlomem::analyze_paths(std::slice::from_ref(&path), options);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let memory = &report.modules[0].memory;
+    let spaces = memory
+        .by_space
+        .iter()
+        .map(|s| (s.color, s.bytes, s.exact))
+        .collect();
+    (spaces, memory.total_bytes, memory.total_exact)
+}
+
+/// libtpu's memory-space assignment lays out at most the chip's VMEM less the
+/// scoped VMEM (112 MiB on v5e), and on this MLP step it fills all of it;
+/// hlomem's own packing of those buffers would need 156 MiB. VMEM stays an
+/// estimate, but held to the bound it is XLA's here, and so is the total.
+#[test]
+fn tpu_vmem_is_held_to_the_memory_space_assignment_limit() {
+    let (spaces, total, total_exact) = vmem_module(Some(TpuVersion::V5e));
+    // XLA's `-buffer-assignment.txt` (tests/tpu_vmem/README.md).
+    assert_eq!(
+        spaces,
+        vec![
+            (0, 103_444_480, true),
+            (1, 117_440_512, false),
+            (2, 44, false)
+        ]
+    );
+    assert_eq!((total, total_exact), (220_885_036, false));
+}
+
+/// With no chip named, the largest measured chip's bound holds (v5e's: v6e
+/// keeps 32 MiB of scoped VMEM, v5e 16): XLA's figure again.
+#[test]
+fn tpu_vmem_limit_without_the_chip() {
+    let (spaces, total, _) = vmem_module(None);
+    assert_eq!(spaces[1], (1, 117_440_512, false));
+    assert_eq!(total, 220_885_036);
+}
