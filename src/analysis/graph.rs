@@ -125,7 +125,7 @@ impl ModuleGraph {
             // calls were read by its structural check. Inside a fusion body
             // a `calls=` is a nested fusion, anything else thread-local.
             if let Some(k) = module.shell(comp).deferred {
-                for &(role, callee) in module.deferred.calls(k) {
+                for &(role, callee) in module.body(k).calls() {
                     let callee_kind = match role {
                         CallRole::Calls => CompKind::Fused,
                         _ => CompKind::ThreadLocal,

@@ -29,7 +29,7 @@ mod verify;
 pub use deferred::{Deferred, LineRead};
 pub use ir::*;
 pub use metadata::{Metadata, SourceLocation, StackFrameIndex};
-pub use module::{Edits, LazyModule, Module};
+pub use module::{Body, Edits, LazyModule, Module};
 pub use opcode::Opcode;
 pub use shape::{ArrayShape, Dim, ElementType, Layout, Shape};
 

@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::deferred::{Deferred, ModuleView};
+use super::deferred::{Deferred, LineRead, ModuleView};
 use super::ir::*;
 use super::metadata::{Metadata, SourceLocation, StackFrameIndex};
+use super::opcode::Opcode;
 use crate::source::{SourceFile, Span};
 
 /// A parsed HLO module.
@@ -32,8 +33,8 @@ pub struct Module {
     /// [`Module::instrs`], which see a view's edits.
     pub(super) instructions: Arc<Vec<Instruction>>,
     pub entry: CompId,
-    /// The bodies parsed on demand.
-    pub deferred: Arc<Deferred>,
+    /// The bodies parsed on demand: read one through [`Module::body`].
+    pub(super) deferred: Arc<Deferred>,
     /// A what-if view's changes to the instructions it shares (HM001's
     /// donation copies); `None` for a module as read.
     pub(super) edits: Option<Arc<Edits>>,
@@ -184,6 +185,11 @@ impl Module {
 
     /// A computation as listed: for a deferred one, its shell (header, no
     /// body), without parsing it.
+    /// Deferred body `k`, read a line at a time.
+    pub fn body(&self, k: BodyId) -> Body<'_> {
+        Body { module: self, k }
+    }
+
     pub fn shell(&self, id: CompId) -> &Computation {
         if id == self.entry {
             if let Some(entry) = self.edits.as_ref().and_then(|e| e.entry.as_ref()) {
@@ -330,6 +336,66 @@ fn op_name_in(text: &str, metadata: &Metadata) -> Option<String> {
     metadata
         .op_name
         .map(|s| super::metadata::unescape(text.get(s.range()).unwrap_or("")))
+}
+
+/// A fusion body not parsed yet, read a line at a time ([`Module::body`]):
+/// most questions about a fusion reach its root and a few lines, so the rest
+/// is never parsed. Each line is read once, then kept.
+#[derive(Clone, Copy)]
+pub struct Body<'m> {
+    module: &'m Module,
+    k: BodyId,
+}
+
+impl<'m> Body<'m> {
+    /// The computations it calls, without parsing it.
+    pub fn calls(self) -> &'m [(CallRole, CompId)] {
+        self.module.deferred.calls(self.k)
+    }
+
+    /// Whether its text contains `needle`: a search, no parse.
+    pub fn mentions(self, needle: &str) -> bool {
+        self.module
+            .deferred
+            .body_mentions(self.module, self.k, needle)
+    }
+
+    /// Its root's opcode, from the ROOT line alone.
+    pub fn root_opcode(self) -> Opcode {
+        self.module.deferred.root_opcode(self.module, self.k)
+    }
+
+    /// Whether it has been parsed whole (then read it through [`Module::comp`]).
+    pub fn is_parsed(self) -> bool {
+        self.module.deferred.is_parsed(self.k)
+    }
+
+    /// Its ROOT line.
+    pub fn root_line(self) -> BodyLine {
+        self.module.deferred.root_line(self.module, self.k)
+    }
+
+    /// Line `i`, read alone the first time it is asked for.
+    pub fn line(self, i: BodyLine) -> &'m LineRead {
+        self.module.deferred.line(self.module, self.k, i)
+    }
+
+    /// Line `i`'s opcode, from its first words only.
+    pub fn line_opcode(self, i: BodyLine) -> &'m Opcode {
+        self.module.deferred.line_opcode(self.module, self.k, i)
+    }
+
+    /// The lines that have line `i` among their operands.
+    pub fn line_users(self, i: BodyLine) -> &'m [BodyLine] {
+        self.module.deferred.line_users(self.module, self.k, i)
+    }
+
+    /// The line that is `parameter(number)`.
+    pub fn parameter_line(self, number: u64) -> Option<BodyLine> {
+        self.module
+            .deferred
+            .parameter_line(self.module, self.k, number)
+    }
 }
 
 /// Bodies are read through the module, which sees other bodies and a view's

@@ -7,13 +7,13 @@
 //! parsed, which on an unrolled training step is a tenth of the body lines the
 //! rules would otherwise parse.
 
-use crate::hlo::{BodyId, BodyLine, CompId, InstrId, Module, Opcode, Shape};
+use crate::hlo::{Body, BodyLine, CompId, InstrId, Module, Opcode, Shape};
 
 #[derive(Clone, Copy)]
 pub(super) enum Fused<'m> {
     Parsed(&'m Module, CompId),
-    /// Deferred body `k`, not parsed yet.
-    Lines(&'m Module, BodyId),
+    /// A deferred body, not parsed yet.
+    Lines(Body<'m>),
 }
 
 /// An instruction of a [`Fused`] body: an id in the IR, or a line of the body.
@@ -42,7 +42,7 @@ impl Node {
 impl<'m> Fused<'m> {
     pub(super) fn body(module: &'m Module, comp: CompId) -> Fused<'m> {
         match module.shell(comp).deferred {
-            Some(k) if !module.deferred.is_parsed(k) => Fused::Lines(module, k),
+            Some(k) if !module.body(k).is_parsed() => Fused::Lines(module.body(k)),
             _ => Fused::Parsed(module, comp),
         }
     }
@@ -50,21 +50,21 @@ impl<'m> Fused<'m> {
     pub(super) fn root(self) -> Node {
         match self {
             Fused::Parsed(module, comp) => Node::Instr(module.comp(comp).root),
-            Fused::Lines(module, k) => Node::Line(module.deferred.root_line(module, k)),
+            Fused::Lines(body) => Node::Line(body.root_line()),
         }
     }
 
     pub(super) fn opcode(self, n: Node) -> &'m Opcode {
         match self {
             Fused::Parsed(module, _) => &module.instr(n.instr()).opcode,
-            Fused::Lines(module, k) => module.deferred.line_opcode(module, k, n.line()),
+            Fused::Lines(body) => body.line_opcode(n.line()),
         }
     }
 
     pub(super) fn shape(self, n: Node) -> &'m Shape {
         match self {
             Fused::Parsed(module, _) => &module.instr(n.instr()).shape,
-            Fused::Lines(module, k) => &module.deferred.line(module, k, n.line()).shape,
+            Fused::Lines(body) => &body.line(n.line()).shape,
         }
     }
 
@@ -74,8 +74,8 @@ impl<'m> Fused<'m> {
                 let operands = &module.instr(n.instr()).operands;
                 operands.iter().map(|&o| Node::Instr(o)).collect()
             }
-            Fused::Lines(module, k) => {
-                let operands = &module.deferred.line(module, k, n.line()).operands;
+            Fused::Lines(body) => {
+                let operands = &body.line(n.line()).operands;
                 operands.iter().map(|&o| Node::Line(o)).collect()
             }
         }
@@ -85,7 +85,7 @@ impl<'m> Fused<'m> {
     pub(super) fn parameter_number(self, n: Node) -> Option<u64> {
         let number = match self {
             Fused::Parsed(module, _) => module.instr(n.instr()).parameter_number,
-            Fused::Lines(module, k) => module.deferred.line(module, k, n.line()).parameter_number,
+            Fused::Lines(body) => body.line(n.line()).parameter_number,
         };
         number.filter(|_| *self.opcode(n) == Opcode::Parameter)
     }
@@ -97,10 +97,7 @@ impl<'m> Fused<'m> {
                 let params = &module.comp(comp).parameters;
                 params.get(number as usize).map(|&p| Node::Instr(p))
             }
-            Fused::Lines(module, k) => module
-                .deferred
-                .parameter_line(module, k, number)
-                .map(Node::Line),
+            Fused::Lines(body) => body.parameter_line(number).map(Node::Line),
         }
     }
 
@@ -114,8 +111,8 @@ impl<'m> Fused<'m> {
                     .filter(|&&i| module.instr(i).operands.contains(&n.instr()));
                 users.map(|&i| Node::Instr(i)).collect()
             }
-            Fused::Lines(module, k) => {
-                let users = module.deferred.line_users(module, k, n.line());
+            Fused::Lines(body) => {
+                let users = body.line_users(n.line());
                 users.iter().map(|&u| Node::Line(u)).collect()
             }
         }

@@ -182,14 +182,14 @@ fn fusion_in_place_pairs(module: &Module, comp: CompId) -> Vec<OperandAlias> {
     // Only these roots lead to an in-place op; others need no body. And a
     // body whose text spells no in-place opcode has none.
     if let Some(k) = module.shell(comp).deferred {
-        let deferred = &module.deferred;
+        let body = module.body(k);
         if !FUSED_IN_PLACE_PROBES
             .iter()
-            .any(|probe| deferred.body_mentions(module, k, probe))
+            .any(|probe| body.mentions(probe))
         {
             return Vec::new();
         }
-        let root = deferred.root_opcode(module, k);
+        let root = body.root_opcode();
         if !matches!(root, Opcode::Tuple | Opcode::Bitcast) && !FUSED_IN_PLACE.contains(&root) {
             return Vec::new();
         }
