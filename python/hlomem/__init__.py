@@ -40,6 +40,7 @@ from ._deviceless import (
     MemoryAnalysis,
     compile_for,
 )
+from ._devices import chip_options
 from ._fit import LargestFit, NothingFits, largest_fit
 from ._json import JsonObject
 from ._measure import CompileCache, FitPoint
@@ -58,7 +59,6 @@ from ._model import (
     SpaceBytes,
 )
 from ._signature import SignatureMismatch
-from ._devices import chip_options
 from ._targets import Target, TargetArg, gpu_target
 from ._variants import Variant, VariantComparison, compare_variants
 from ._verdict import CompiledProgram, ProgramArray, Verdict

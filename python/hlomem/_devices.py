@@ -20,7 +20,7 @@ def devices_of(compiled: Any) -> list[Any]:
     for attribute in ("input_shardings", "output_shardings"):
         try:
             shardings = getattr(compiled, attribute)
-        except Exception:  # not a jax Compiled, or one that cannot say
+        except Exception:  # noqa: BLE001, S112 - not a jax Compiled, or one that cannot say
             continue
         stack = [shardings]
         while stack:
@@ -36,7 +36,7 @@ def devices_of(compiled: Any) -> list[Any]:
         try:
             for device in compiled.runtime_executable().local_devices():
                 found[device] = None
-        except Exception:
+        except Exception:  # noqa: BLE001, S110 - an executable that cannot say: no devices
             pass
     return list(found)
 

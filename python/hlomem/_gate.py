@@ -151,7 +151,7 @@ def device_budget(x: Any) -> tuple[int | None, str]:
             continue
         try:
             stats = device.memory_stats()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a backend without memory stats: no limit known
             stats = None
         limit = stats.get("bytes_limit") if isinstance(stats, dict) else None
         if isinstance(limit, int) and limit > 0:

@@ -658,8 +658,10 @@ def test_verdicts_in_words() -> None:
     # A comparison's one line per target says so too.
     assert str(hlomem.Comparison("step", (fits,))).splitlines()[1:] == [
         "  h100  fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare",
-        "        XLA's buffer assignment says 48.20 GiB, hlomem's analysis 48.00 GiB: they differ, "
-        "and XLA's decides",
+        (
+            "        XLA's buffer assignment says 48.20 GiB, hlomem's analysis 48.00 GiB: they differ, "
+            "and XLA's decides"
+        ),
     ]
     # The V100 example: just over JAX's share, well under the GPU.
     v100 = resolve_target("v100")

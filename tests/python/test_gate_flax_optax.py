@@ -18,11 +18,11 @@ import pytest
 flax_linen = pytest.importorskip("flax.linen")
 optax = pytest.importorskip("optax")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-import hlomem  # noqa: E402
-from hlomem._binary import find_binary  # noqa: E402
+import hlomem
+from hlomem._binary import find_binary
 
 nn = flax_linen
 

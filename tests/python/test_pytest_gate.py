@@ -61,6 +61,7 @@ def gate_run(tmp_path_factory: pytest.TempPathFactory) -> str:
         [sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_gate.py"],
         cwd=folder,
         env=env,
+        check=False,
         capture_output=True,
         text=True,
         timeout=600,

@@ -15,20 +15,21 @@ from __future__ import annotations
 import difflib
 import random
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "measure" / "mutants"))
 
-from mutate import MUTATIONS  # noqa: E402
+from mutate import MUTATIONS
 
 pytest.importorskip("jax")
 
-from hlomem._binary import run  # noqa: E402
-from xla_parser import XlaParser  # noqa: E402
+from xla_parser import XlaParser
+
+from hlomem._binary import run
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +76,9 @@ def test_every_mutant_xla_refuses_is_refused(xla: XlaParser) -> None:
         if process.returncode == 0:
             diff = [
                 line
-                for line in difflib.unified_diff(original.split("\n"), mutant.split("\n"), lineterm="", n=0)
+                for line in difflib.unified_diff(
+                    original.split("\n"), mutant.split("\n"), lineterm="", n=0
+                )
                 if line[:1] in "+-" and line[:3] not in ("+++", "---")
             ]
             accepted.append(f"{kind}: {diff[:4]}")
