@@ -279,6 +279,24 @@ def analyze(x: Input) -> Report | list[Report]:
     return [Report(module, Source(module["file"])) for module in modules]
 
 
+def _budget_for(
+    x: Any, budget: str | int | None
+) -> tuple[str | int | None, str | None, str | None]:
+    """The budget :func:`assert_fits` compares ``x`` with: ``budget`` when
+    given, else a :func:`compile_for` program's target's usable memory, else
+    its devices' ``bytes_limit``; then where that limit came from, and why
+    there is none when there is none (``hlomem.largest_fit``'s too)."""
+    __tracebackhide__ = True
+    if budget is not None:
+        return budget, None, None
+    if isinstance(x, DevicelessCompiled):
+        return x.target.usable_bytes, None, None
+    limit, why = _gate.device_budget(x)
+    if limit is not None:
+        return limit, why, None
+    return None, None, why
+
+
 def _budget_arg(budget: str | int) -> str:
     __tracebackhide__ = True
     if isinstance(budget, bool) or not isinstance(budget, (str, int)):
@@ -335,21 +353,15 @@ def assert_fits(
     # A compile_for program's target is the budget unless one is given; its
     # verdict then heads a failure's message.
     target = x.target if isinstance(x, DevicelessCompiled) and budget is None else None
-    budget_from: str | None = None
-    if target is not None:
-        budget = target.usable_bytes
+    budget, budget_from, why = _budget_for(x, budget)
     codes = [fail_on] if isinstance(fail_on, str) else list(fail_on)
-    if budget is None:
-        limit, why = _gate.device_budget(x)
-        if limit is not None:
-            budget, budget_from = limit, why
-        elif fail_on is _DEFAULT_FAIL_ON or not codes:
-            raise ValueError(
-                f"assert_fits needs a budget: {why}. Give one device's memory, "
-                'assert_fits(compiled, budget="16GiB") (or bytes as an int), or compile for a '
-                'device this machine lacks with hlomem.compile_for(f, *args, target="h100"), '
-                "whose budget is the target's; fail_on=[...] alone checks findings only"
-            )
+    if budget is None and (fail_on is _DEFAULT_FAIL_ON or not codes):
+        raise ValueError(
+            f"assert_fits needs a budget: {why}. Give one device's memory, "
+            'assert_fits(compiled, budget="16GiB") (or bytes as an int), or compile for a '
+            'device this machine lacks with hlomem.compile_for(f, *args, target="h100"), '
+            "whose budget is the target's; fail_on=[...] alone checks findings only"
+        )
     options: list[str] = list(source.options)  # the chip, when known
     analyze_options = list(options)
     if budget is not None:

@@ -508,8 +508,8 @@ class _Search:
             self.notes.append(
                 f"hlomem's analysis and XLA's buffer assignment differ at {len(differ)} of the "
                 f"{len(points)} points (n={p.n}: hlomem {gib(p.hlomem_bytes)}, XLA "
-                f"{gib(p.xla_bytes)}); XLA's figure decides here, while hlomem.fits takes the "
-                "larger and assert_fits hlomem's"
+                f"{gib(p.xla_bytes)}); XLA's figure decides here, as in hlomem.fits, while "
+                "assert_fits with a budget given compares hlomem's"
             )
         budget = session.budget_bytes
         fit = LargestFit(

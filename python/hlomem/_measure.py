@@ -9,10 +9,11 @@ its split into arguments, outputs and temporaries and per memory space,
 
 The budget is :func:`hlomem.assert_fits`'s, reached by calling it (a
 target's usable memory, a real accelerator's ``bytes_limit``, or the one
-given). The figure compared with it is XLA's own: the buffer assignment's
-total for the device's memory from the compile's dump (deviceless
-compiles), else hlomem's analysis of the module, which is what
-``assert_fits`` decides on and equals XLA's on CPU and GPU. Where
+given). The figure compared with it, by the binary (``hlomem fits
+--budget``), is XLA's own: the buffer assignment's total for the device's
+memory from the compile's dump (deviceless compiles), else hlomem's
+analysis of the module, which is what ``assert_fits`` decides on and
+equals XLA's on CPU and GPU. Where
 hlomem's analysis and XLA's dump disagree (hlomem's model of libtpu's
 packing is not exact on every module), XLA's figure decides and the
 search says so. A compiler's refusal for memory (libtpu checks HBM while
@@ -504,6 +505,8 @@ class Session:
             budget_bytes=None,
             hlomem_bytes=memory.device_bytes,
             xla_bytes=xla,
+            # As `hlomem check` says of the module: the device's space is XLA's to the byte.
+            exact=all(s.exact for s in memory.by_space if s.color == 0),
             memory_analysis=analysis,
             message=getattr(compiled, "unfinished", None),
             compiled=compiled,
@@ -513,45 +516,31 @@ class Session:
         return self._decide(point)
 
     def _decide(self, point: FitPoint) -> FitPoint:
-        """``point`` with ``assert_fits``'s budget and the decision: XLA's
-        own figure within it where the dump gave one, else ``assert_fits``'s."""
-        from . import OutOfBudget, assert_fits
+        """``point`` with ``assert_fits``'s budget and the binary's decision
+        (``hlomem fits --budget``): XLA's own figure within it where the
+        dump gave one, else hlomem's."""
+        from . import _budget_for
+        from ._verdict import fits_within
 
         if point.refused:
             return replace(point, fits=False, budget_bytes=self._budget_bytes_of_target())
-        try:
-            check = assert_fits(point.compiled, budget=self.budget, fail_on=())
-        except OutOfBudget as e:
-            check = e.result
-        except ValueError:
-            if self.budget is not None:
-                raise
+        budget, _, _ = _budget_for(point.compiled, self.budget)
+        if budget is None:
             if self.need_budget:
                 raise ValueError(
                     f"{self.caller} needs a budget for {self.name} compiled in this process "
                     f"on {self.where}: JAX knows no memory limit of its devices. Give one "
                     'device\'s memory, budget="16GiB" (or bytes), or a target '
                     '(target="tpu-v5e:2x2", "h100": compiled here, no device needed)'
-                ) from None
+                )
             return replace(point, fits=None, budget_bytes=None)
-        module = check.modules[0] if check.modules else None
-        hlomem_bytes = module.bytes if module is not None else point.hlomem_bytes
-        assert hlomem_bytes is not None
-        budget_bytes = check.budget_bytes
-        if point.xla_bytes is not None:
-            # XLA's own buffer assignment total is the ground truth.
-            needed = point.xla_bytes
-            fits = None if budget_bytes is None else needed <= budget_bytes
-        else:
-            needed = hlomem_bytes
-            fits = None if budget_bytes is None else bool(check.passed)
+        assert point.hlomem_bytes is not None
+        decided = fits_within(budget, needs=point.hlomem_bytes, xla_needs=point.xla_bytes)
         return replace(
             point,
-            fits=fits,
-            needed_bytes=needed,
-            hlomem_bytes=hlomem_bytes,
-            budget_bytes=budget_bytes,
-            exact=bool(module.exact) if module is not None else True,
+            fits=bool(decided["fits"]),
+            needed_bytes=int(decided["deciding_bytes"]),
+            budget_bytes=int(decided["budget_bytes"]),
         )
 
 

@@ -15,7 +15,7 @@ from ._targets import Target, gib
 if TYPE_CHECKING:
     from ._signature import Expected, Leaf
 
-__all__ = ["CompiledProgram", "ProgramArray", "Verdict"]
+__all__ = ["CompiledProgram", "ProgramArray", "Verdict", "fits_within"]
 
 # How many arguments a verdict names, largest first.
 _BIGGEST = 3
@@ -225,3 +225,32 @@ class Verdict:
         if self.program is not None:
             lines.append(f"  {self.program}")
         return "\n".join(lines)
+
+
+def fits_within(
+    budget: str | int,
+    *,
+    file: str | None = None,
+    needs: int | None = None,
+    xla_needs: int | None = None,
+) -> dict[str, Any]:
+    """``hlomem fits --budget --format json``: whether a program fits within
+    one device's ``budget`` (``"16GiB"`` or bytes, as :func:`hlomem.assert_fits`
+    takes it), on the figures of the dumped module ``file`` (hlomem's count,
+    and XLA's own from the buffer-assignment report beside it) or on
+    ``needs`` (hlomem's count) and ``xla_needs`` (XLA's). The binary decides
+    (XLA's figure where there is one, else hlomem's): its JSON has ``fits``,
+    ``deciding_bytes``, ``budget_bytes``, and with ``file`` the ``module``'s
+    figures."""
+    from . import _budget_arg
+
+    args = ["fits", *([file] if file is not None else []), "--budget", _budget_arg(budget)]
+    if needs is not None:
+        args += ["--needs", str(needs)]
+    if xla_needs is not None:
+        args += ["--xla-needs", str(xla_needs)]
+    process = run([*args, "--format", "json"])
+    if process.returncode not in (0, 1):  # 1: it does not fit
+        raise failure(process)
+    decided: dict[str, Any] = json.loads(process.stdout)
+    return decided

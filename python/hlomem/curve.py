@@ -7,8 +7,9 @@ Each folder is an XLA dump (``XLA_FLAGS=--xla_dump_to=DIR``) of the program
 at one size. Its module is the one ``--module`` names (its ``HloModule``
 name, or part of it), else the one that needs the most device memory. Each
 is compared with the budget as :func:`hlomem.largest_fit` compares a
-compile: XLA's own buffer assignment total where the dump holds its report,
-else :func:`hlomem.assert_fits`'s decision. The largest size that fits is
+compile (``hlomem fits FILE --budget``): XLA's own buffer assignment total
+where the dump holds its report, else hlomem's count, which
+:func:`hlomem.assert_fits` compares. The largest size that fits is
 the largest dumped size below the first that does not.
 """
 
@@ -24,6 +25,7 @@ from typing import Any, Union
 
 from ._fit import LargestFit
 from ._measure import FitPoint, report_fields
+from ._verdict import fits_within
 
 __all__ = ["curve_from_dumps", "main"]
 
@@ -46,37 +48,28 @@ def _module(folder: Path, module: str | None) -> Any:
 
 
 def _point(n: int, path: PathArg, budget: str | int, module: str | None) -> FitPoint:
-    from . import OutOfBudget, assert_fits
-    from ._xla_dump import read_dump
+    from . import analyze
 
     where = Path(path)
     if where.is_dir():
         report = _module(where, module)
         file = Path(report.file)
-        dumped = read_dump(where, report.name)
     else:
-        from . import analyze
-
         report = analyze(where)
-        file, dumped = where, read_dump(where.parent, report.name)
-    xla = dumped.xla.device_bytes if dumped is not None and dumped.xla is not None else None
-    try:
-        check = assert_fits(file, budget=budget, fail_on=())
-    except OutOfBudget as e:
-        check = e.result
-    checked = check.modules[0]
-    # XLA's own figure decides where the dump holds it, as in largest_fit.
-    needed = xla if xla is not None else checked.bytes
-    fits = needed <= check.budget_bytes if xla is not None else bool(check.passed)
+        file = where
+    # The binary decides, as for largest_fit: XLA's own figure where the
+    # dump holds its report beside the file, else hlomem's.
+    decided = fits_within(budget, file=str(file))
+    checked = decided["module"]
     return FitPoint(
         n=n,
         label=f"n={n}",
-        fits=fits,
-        needed_bytes=needed,
-        budget_bytes=check.budget_bytes,
-        hlomem_bytes=checked.bytes,
-        xla_bytes=xla,
-        exact=bool(checked.exact),
+        fits=bool(decided["fits"]),
+        needed_bytes=int(decided["deciding_bytes"]),
+        budget_bytes=int(decided["budget_bytes"]),
+        hlomem_bytes=int(checked["device_bytes"]),
+        xla_bytes=decided["xla_bytes"],
+        exact=bool(checked["exact"]),
         dumped=True,
         **report_fields(report),
     )

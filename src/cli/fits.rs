@@ -1,6 +1,7 @@
 //! `hlomem fits` and `hlomem targets [TARGET]`: a target resolved (the
 //! table, a shipped GPU config or one's own, read here), and whether a
-//! program of the figures given fits on one of its devices.
+//! program of the figures given fits on one of its devices, or within a
+//! budget given for one device.
 
 use std::path::{Path, PathBuf};
 
@@ -8,7 +9,7 @@ use hlomem::chip::devices::{self, Device, GpuOptions, Platform, TargetSpec};
 use hlomem::chip::fit::Figures;
 use hlomem::chip::{Backend, Interface};
 use hlomem::render::{self, FitsFormat, TargetsFormat};
-use hlomem::report::fits::{FitsReport, ModuleFigures, TargetReport, TargetsReport};
+use hlomem::report::fits::{FitsReport, Limit, ModuleFigures, TargetReport, TargetsReport};
 use hlomem::units::{parse_bytes, parse_size};
 
 use super::{write_out, EXIT_FAILED_CHECK, EXIT_INPUT_ERROR, EXIT_OK};
@@ -35,8 +36,10 @@ pub struct GpuArgs {
     memory_fraction: Option<String>,
 }
 
-/// What `fits` is told about the program.
+/// What `fits` is told: the target or the budget, and the program.
 pub struct FitsArgs {
+    pub target: Option<String>,
+    pub budget: Option<String>,
     pub path: Option<PathBuf>,
     pub needs: Option<String>,
     pub xla_needs: Option<String>,
@@ -65,16 +68,25 @@ pub fn targets(
     }
 }
 
-pub fn fits(
-    target: &str,
-    gpu: &GpuArgs,
-    args: FitsArgs,
-    format: FitsFormat,
-    interface: Interface,
-) -> u8 {
-    let device = match resolve(target, gpu, interface) {
-        Ok(device) => device,
+pub fn fits(gpu: &GpuArgs, args: FitsArgs, format: FitsFormat, interface: Interface) -> u8 {
+    let limit = match (&args.target, &args.budget) {
+        (Some(target), _) => resolve(target, gpu, interface).map(Limit::target),
+        (None, Some(budget)) if gpu.any() => Err(format!(
+            "--name, --device, --memory, --topology and --memory-fraction describe a GPU \
+             target; --budget {budget} is one device's memory already"
+        )),
+        (None, Some(budget)) => parse_size(budget)
+            .map(|budget_bytes| Limit::Budget { budget_bytes })
+            .map_err(|e| format!("--budget: {e}")),
+        (None, None) => Err("give --target TARGET or --budget SIZE".to_string()),
+    };
+    let limit = match limit {
+        Ok(limit) => limit,
         Err(e) => return fail(&e),
+    };
+    let device = match &limit {
+        Limit::Target { target } => Some(&target.device),
+        Limit::Budget { .. } => None,
     };
     let size = |flag: &str, text: &Option<String>| {
         text.as_deref()
@@ -89,7 +101,7 @@ pub fn fits(
         (Err(e), _) | (_, Err(e)) => return fail(&e),
     };
     let module = match &args.path {
-        Some(path) => match module_of(path, &device) {
+        Some(path) => match module_of(path, device) {
             Ok(module) => Some(module),
             Err(e) => return fail(&e),
         },
@@ -117,7 +129,7 @@ pub fn fits(
         },
         (None, None) => return fail("give FILE or --needs SIZE"),
     };
-    let mut report = FitsReport::new(device, figures, args.unfinished);
+    let mut report = FitsReport::new(limit, figures, args.unfinished);
     report.module = module;
     let code = if report.fit.fits {
         EXIT_OK
@@ -131,8 +143,9 @@ pub fn fits(
 }
 
 /// The figures of the module in `path` (a file, or a folder of one module),
-/// analyzed with `device`'s chip, which must be the module's backend.
-fn module_of(path: &Path, device: &Device) -> Result<ModuleFigures, String> {
+/// analyzed with `device`'s chip, which must be the module's backend; with
+/// no device (a budget), with the module's own backend and its folder's chip.
+fn module_of(path: &Path, device: Option<&Device>) -> Result<ModuleFigures, String> {
     let files = hlomem::pipeline::collect_inputs(&[path.to_path_buf()]);
     let file = match files.as_slice() {
         [file] => file,
@@ -145,8 +158,11 @@ fn module_of(path: &Path, device: &Device) -> Result<ModuleFigures, String> {
             ))
         }
     };
-    let chip = device.tpu_generation();
+    let chip = device.and_then(Device::tpu_generation);
     let module = hlomem::pipeline::module_figures(file, chip).map_err(|e| e.to_string())?;
+    let Some(device) = device else {
+        return Ok(module);
+    };
     let expected = match device.platform {
         Platform::Tpu => Backend::Tpu,
         Platform::Cuda => Backend::Gpu,
@@ -175,12 +191,7 @@ fn resolve(spec: &str, gpu: &GpuArgs, interface: Interface) -> Result<Device, St
             generation,
             topology,
         } => {
-            if gpu.name.is_some()
-                || gpu.device.is_some()
-                || gpu.memory.is_some()
-                || gpu.topology.is_some()
-                || gpu.memory_fraction.is_some()
-            {
+            if gpu.any() {
                 return Err(format!(
                     "--name, --device, --memory, --topology and --memory-fraction describe a GPU; \
                      {spec}'s figures are hlomem's table's (a TPU's topology follows its name: \
@@ -235,6 +246,15 @@ fn gpu_figures(gpu: &GpuArgs) -> Result<(Option<u64>, f64), String> {
 }
 
 impl GpuArgs {
+    /// Whether any GPU override was given.
+    fn any(&self) -> bool {
+        self.name.is_some()
+            || self.device.is_some()
+            || self.memory.is_some()
+            || self.topology.is_some()
+            || self.memory_fraction.is_some()
+    }
+
     fn options<'a>(
         &'a self,
         memory_bytes: Option<u64>,

@@ -185,9 +185,10 @@ enum Command {
         #[arg(long, value_enum, default_value_t = TargetsFormatArg::Text)]
         format: TargetsFormatArg,
     },
-    /// Whether a program fits on one device of a target, and why: exit 1 when it
-    /// does not. Its figures are a module's (FILE: hlomem's count, and XLA's
-    /// own from the buffer-assignment report beside it) or given (--needs).
+    /// Whether a program fits on one device of a target, or within a budget, and
+    /// why: exit 1 when it does not. Its figures are a module's (FILE: hlomem's
+    /// count, and XLA's own from the buffer-assignment report beside it, which
+    /// decides) or given (--needs, --xla-needs).
     Fits {
         /// An optimized HLO file of an XLA dump (`*after_optimizations.txt`), or a
         /// dump folder holding one module.
@@ -195,8 +196,13 @@ enum Command {
         path: Option<PathBuf>,
         /// A target (`tpu-v5e:2x2`, `h100`, `h100:1x1x8`; `hlomem targets` lists
         /// them) or the path of a GPU target config.
-        #[arg(long, value_name = "TARGET")]
-        target: String,
+        #[arg(long, value_name = "TARGET", required_unless_present = "budget")]
+        target: Option<String>,
+        /// Instead of a target, one device's memory, as `check --budget` takes it
+        /// (`16GiB`, `80GB`, bytes); a TPU module's chip is then its dump
+        /// folder's, else v5e's.
+        #[arg(long, value_name = "SIZE", conflicts_with = "target")]
+        budget: Option<String>,
         /// The device memory the program needs, by hlomem's count (`check`'s
         /// figure per device: `12GiB`, bytes); with FILE and --refused, the
         /// compiler's own figure (the larger of it and the module's decides).
@@ -350,6 +356,7 @@ pub fn run() -> ExitCode {
         Command::Fits {
             path,
             target,
+            budget,
             needs,
             xla_needs,
             refused,
@@ -357,9 +364,10 @@ pub fn run() -> ExitCode {
             gpu,
             format,
         } => fits::fits(
-            &target,
             &gpu,
             fits::FitsArgs {
+                target,
+                budget,
                 path,
                 needs,
                 xla_needs,

@@ -1,6 +1,6 @@
 //! `hlomem fits` and `hlomem targets TARGET`: a target and the decision
-//! whether a program fits on one of its devices (`chip::fit`), with their
-//! words. The Python package's `Verdict` and `Target` print these words, so
+//! whether a program fits on one of its devices, or within a budget given
+//! for one device (`chip::fit`), with their words. The Python package's `Verdict` and `Target` print these words, so
 //! the command line and the API say the same, rounded once (two decimals,
 //! `units::two_decimals`).
 
@@ -80,10 +80,39 @@ pub struct ModuleFigures {
     pub xla: Option<XlaTotals>,
 }
 
-/// `hlomem fits`: the target, the figures, the decision and its words.
+/// What a program's figure is decided against.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Limit {
+    /// One device of a target: what a program may use of it (boxed: a
+    /// target is large beside a budget).
+    Target { target: Box<TargetReport> },
+    /// One device's memory as given (`fits --budget`, as `check --budget`
+    /// takes it): what `hlomem.largest_fit` and its curve compare with.
+    Budget { budget_bytes: u64 },
+}
+
+impl Limit {
+    pub fn target(device: Device) -> Limit {
+        Limit::Target {
+            target: Box::new(TargetReport::new(device)),
+        }
+    }
+
+    /// The bytes a program may use of one device.
+    pub fn usable_bytes(&self) -> u64 {
+        match self {
+            Limit::Target { target } => target.device.usable_bytes,
+            Limit::Budget { budget_bytes } => *budget_bytes,
+        }
+    }
+}
+
+/// `hlomem fits`: the target or budget, the figures, the decision and its words.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FitsReport {
-    pub target: TargetReport,
+    #[serde(flatten)]
+    pub limit: Limit,
     /// The module the figures are from, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module: Option<ModuleFigures>,
@@ -101,13 +130,17 @@ pub struct FitsReport {
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FitWords {
     /// The decision and the figures that make it: `does not fit: needs 12.00
-    /// GiB, JAX's share of a V100 16GB is 11.82 GiB, over by 0.18 GiB`.
+    /// GiB, JAX's share of a V100 16GB is 11.82 GiB, over by 0.18 GiB`;
+    /// against a budget, `fits: needs 3.61 MiB, the budget is 16.00 GiB,
+    /// 15.99 GiB to spare`.
     pub headline: String,
-    /// The device's memory, the share a program may use, and XLA's figure.
+    /// The device's memory and the share a program may use (or the budget,
+    /// in bytes too), and XLA's figure.
     pub basis: String,
     /// What the program needs: `27.50 GiB`, `at least 19.00 GiB`.
     pub needs: String,
-    /// The spare bytes in GiB, negative when over: `0.75 GiB`, `-81.25 GiB`.
+    /// The spare bytes in GiB (MiB against a budget under 1 GiB), negative
+    /// when over: `0.75 GiB`, `-81.25 GiB`.
     pub spare: String,
     /// Why the figures are those of an unfinished compile.
     pub unfinished: Option<String>,
@@ -117,12 +150,11 @@ pub struct FitWords {
 }
 
 impl FitsReport {
-    pub fn new(target: Device, figures: Figures, unfinished: Option<String>) -> FitsReport {
-        let fit = Fit::decide(&figures, target.usable_bytes);
-        let target = TargetReport::new(target);
-        let words = FitWords::new(&target, &figures, unfinished.as_deref(), &fit);
+    pub fn new(limit: Limit, figures: Figures, unfinished: Option<String>) -> FitsReport {
+        let fit = Fit::decide(&figures, limit.usable_bytes());
+        let words = FitWords::new(&limit, &figures, unfinished.as_deref(), &fit);
         FitsReport {
-            target,
+            limit,
             module: None,
             figures,
             unfinished,
@@ -137,22 +169,26 @@ fn size(bytes: u64) -> String {
     two_decimals(bytes.into(), true)
 }
 
-/// A difference of two figures, in the share's unit: always GiB.
-fn difference(bytes: i128) -> String {
-    two_decimals(bytes, false)
+/// A difference of two figures, in the limit's unit: GiB for a target's
+/// share (always over 1 GiB), MiB for a budget under 1 GiB (a test's budget
+/// of a few MiB is not "over by 0.00 GiB").
+fn difference(bytes: i128, in_mib: bool) -> String {
+    two_decimals(bytes, in_mib)
 }
 
 impl FitWords {
-    fn new(
-        target: &TargetReport,
-        figures: &Figures,
-        unfinished: Option<&str>,
-        fit: &Fit,
-    ) -> FitWords {
+    fn new(limit: &Limit, figures: &Figures, unfinished: Option<&str>, fit: &Fit) -> FitWords {
         let least = if figures.at_least { "at least " } else { "" };
         let needs = format!("{least}{}", size(fit.deciding_bytes));
-        let device = &target.device;
-        let usable = format!("{} is {}", target.words.share, size(device.usable_bytes));
+        let usable_bytes = limit.usable_bytes();
+        // What a program may use, said as `check --budget` and `assert_fits`
+        // say a budget ("the budget of 16.00GiB"), in a verdict's rounding.
+        let usable = match limit {
+            Limit::Target { target } => format!("{} is {}", target.words.share, size(usable_bytes)),
+            Limit::Budget { .. } => format!("the budget is {}", size(usable_bytes)),
+        };
+        let in_mib = matches!(limit, Limit::Budget { .. }) && usable_bytes < 1 << 30;
+        let difference = |bytes| difference(bytes, in_mib);
         // A compile that did not finish is said in the decision, before any figure.
         let unfinished_said = if unfinished.is_some() {
             " (the compile did not finish)"
@@ -181,16 +217,27 @@ impl FitWords {
                 )
             }
         };
-        let mut basis = format!(
-            "{} {} has {} of {}",
-            target.words.article,
-            device.device,
-            size(device.memory_bytes),
-            target.words.memory_word
-        );
-        if !device.usable_note.is_empty() {
-            basis += &format!("; {}", device.usable_note);
-        }
+        let mut basis = match limit {
+            Limit::Target { target } => {
+                let device = &target.device;
+                let mut basis = format!(
+                    "{} {} has {} of {}",
+                    target.words.article,
+                    device.device,
+                    size(device.memory_bytes),
+                    target.words.memory_word
+                );
+                if !device.usable_note.is_empty() {
+                    basis += &format!("; {}", device.usable_note);
+                }
+                basis
+            }
+            // Said in bytes too: the budget as the command resolved it.
+            Limit::Budget { budget_bytes } => format!(
+                "the budget, one device's memory, is {} ({budget_bytes} bytes)",
+                size(*budget_bytes)
+            ),
+        };
         let needed = figures.needed_bytes;
         let mut disagreement = None;
         match figures.xla_bytes {
@@ -250,6 +297,7 @@ mod tests {
     use crate::chip::TpuVersion;
 
     const GIB: u64 = 1 << 30;
+    const MIB: u64 = 1 << 20;
 
     fn verdict(target: &Device, needed: u64, xla: Option<u64>, at_least: bool) -> FitsReport {
         let figures = Figures {
@@ -257,7 +305,22 @@ mod tests {
             xla_bytes: xla,
             at_least,
         };
-        FitsReport::new(target.clone(), figures, None)
+        FitsReport::new(Limit::target(target.clone()), figures, None)
+    }
+
+    fn budgeted(budget: u64, needed: u64, xla: Option<u64>, at_least: bool) -> FitsReport {
+        let figures = Figures {
+            needed_bytes: needed,
+            xla_bytes: xla,
+            at_least,
+        };
+        FitsReport::new(
+            Limit::Budget {
+                budget_bytes: budget,
+            },
+            figures,
+            None,
+        )
     }
 
     fn v5e() -> Device {
@@ -362,7 +425,7 @@ mod tests {
             at_least: false,
         };
         let report = FitsReport::new(
-            h100.clone(),
+            Limit::target(h100.clone()),
             figures.clone(),
             Some("INTERNAL: CUDA Runtime error: ...\nmore".into()),
         );
@@ -378,7 +441,7 @@ mod tests {
             )
         );
         let over = FitsReport::new(
-            h100,
+            Limit::target(h100),
             Figures {
                 needed_bytes: 70 * GIB,
                 ..figures
@@ -389,6 +452,77 @@ mod tests {
             .words
             .headline
             .starts_with("does not fit (the compile did not finish): needs 70.00 GiB"));
+    }
+
+    #[test]
+    fn against_a_budget_exactly_at_it_fits_one_byte_over_does_not() {
+        let budget = 16 * GIB;
+        let at = budgeted(budget, budget, None, false);
+        assert!(at.fit.fits);
+        assert_eq!((at.fit.deciding_bytes, at.fit.spare_bytes), (budget, 0));
+        assert_eq!(
+            at.words.headline,
+            "fits: needs 16.00 GiB, the budget is 16.00 GiB, 0.00 GiB to spare"
+        );
+        assert_eq!(
+            at.words.basis,
+            format!("the budget, one device's memory, is 16.00 GiB ({budget} bytes)")
+        );
+        let over = budgeted(budget, budget + 1, None, false);
+        assert!(!over.fit.fits);
+        assert_eq!(over.fit.spare_bytes, -1);
+        assert_eq!(
+            over.words.headline,
+            "does not fit: needs 16.00 GiB, the budget is 16.00 GiB, over by 0.00 GiB"
+        );
+    }
+
+    #[test]
+    fn against_a_budget_xla_decides_when_it_differs_from_hlomem() {
+        let budget = 12 * MIB;
+        // hlomem's count within the budget, XLA's one byte over: XLA's decides.
+        let over = budgeted(budget, budget, Some(budget + 1), false);
+        assert!(!over.fit.fits);
+        assert_eq!(over.fit.deciding_bytes, budget + 1);
+        assert_eq!(
+            over.words.headline,
+            "does not fit: needs 12.00 MiB, the budget is 12.00 MiB, over by 0.00 MiB"
+        );
+        assert!(over.words.basis.contains("they differ, and XLA's decides"));
+        assert!(over.words.disagreement.is_some());
+        // ... and the other way round.
+        let within = budgeted(budget, budget + 1, Some(budget), false);
+        assert!(within.fit.fits);
+        assert_eq!(within.fit.deciding_bytes, budget);
+        assert_eq!(
+            within.words.headline,
+            "fits: needs 12.00 MiB, the budget is 12.00 MiB, 0.00 MiB to spare"
+        );
+    }
+
+    #[test]
+    fn against_a_budget_a_refusal_never_fits() {
+        let refused = budgeted(16 * GIB, 19 * GIB, Some(18 * GIB), true);
+        assert!(!refused.fit.fits);
+        assert_eq!(refused.fit.deciding_bytes, 19 * GIB);
+        assert_eq!(
+            refused.words.headline,
+            "does not fit (its compiler refused it): needs at least 19.00 GiB, the budget is \
+             16.00 GiB, over by at least 3.00 GiB"
+        );
+        let within = budgeted(16 * GIB, GIB, None, true);
+        assert!(!within.fit.fits);
+        assert!(within.words.headline.ends_with(", the budget is 16.00 GiB"));
+    }
+
+    #[test]
+    fn a_budget_is_said_in_json_instead_of_a_target() {
+        let json = serde_json::to_value(budgeted(16 * GIB, GIB, None, false)).unwrap();
+        assert_eq!(json["budget_bytes"], 16 * GIB);
+        assert!(json.get("target").is_none(), "{json}");
+        let json = serde_json::to_value(verdict(&v5e(), GIB, None, false)).unwrap();
+        assert!(json.get("budget_bytes").is_none(), "{json}");
+        assert_eq!(json["target"]["usable_bytes"], v5e().usable_bytes);
     }
 
     #[test]

@@ -336,6 +336,90 @@ fn fits_exits_by_the_verdict() {
     assert_eq!(code, Some(2), "{err}");
 }
 
+/// `hlomem fits --budget`: the same decision against one device's memory
+/// given (`hlomem.largest_fit`'s): exit 0 when it fits, 1 when it does not,
+/// 2 for a budget with a target or a slip of a budget.
+#[test]
+fn fits_against_a_budget_exits_by_the_verdict() {
+    let run = |args: &[&str]| {
+        let out = hlomem().arg("fits").args(args).output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (code, out, _) = run(&["--budget", "16GiB", "--needs", "17179869184"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(
+        out,
+        "fits: needs 16.00 GiB, the budget is 16.00 GiB, 0.00 GiB to spare\n  the budget, one \
+         device's memory, is 16.00 GiB (17179869184 bytes)\n"
+    );
+    let (code, out, _) = run(&["--budget", "16GiB", "--needs", "17179869185"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.starts_with("does not fit: needs 16.00 GiB, the budget is 16.00 GiB, over by "));
+    // XLA's figure decides, either way.
+    let (code, _, _) = run(&[
+        "--budget",
+        "1GiB",
+        "--needs",
+        "1GiB",
+        "--xla-needs",
+        "1073741825",
+    ]);
+    assert_eq!(code, Some(1));
+    let (code, _, _) = run(&["--budget", "1GiB", "--needs", "2GiB", "--xla-needs", "1GiB"]);
+    assert_eq!(code, Some(0));
+    // A refusal never fits, even under the budget.
+    let (code, _, _) = run(&["--budget", "16GiB", "--needs", "1GiB", "--refused"]);
+    assert_eq!(code, Some(1));
+    for (args, said) in [
+        (
+            &["--budget", "16GiB", "--target", "h100", "--needs", "1GiB"][..],
+            "cannot be used with",
+        ),
+        (&["--needs", "1GiB"], "--target <TARGET>"),
+        (
+            &["--budget", "16", "--needs", "1GiB"],
+            "did you mean 16GiB?",
+        ),
+        (
+            &["--budget", "16GiB", "--memory", "8GiB", "--needs", "1GiB"],
+            "describe a GPU target",
+        ),
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.contains(said), "{args:?}: {err}");
+    }
+    // A dumped module against a budget of exactly XLA's figure, and one byte less.
+    let file = "samples/tpu_mlp_train_donate/dump/module_0000.jit_sgd_step.cl_933746096.after_optimizations.txt";
+    let json = |budget: &str| {
+        let out = hlomem()
+            .args(["fits", file, "--budget", budget, "--format", "json"])
+            .output()
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.code(), json)
+    };
+    let (_, json_at) = json("1GiB");
+    assert!(json_at.get("target").is_none(), "{json_at}");
+    let xla = json_at["xla_bytes"].as_u64().unwrap();
+    assert_eq!(
+        json_at["module"]["xla"]["by_space"][0]["bytes"].as_u64(),
+        Some(xla)
+    );
+    let (code, at) = json(&format!("{xla}B"));
+    assert_eq!(code, Some(0));
+    assert_eq!(at["budget_bytes"].as_u64(), Some(xla));
+    assert_eq!(at["spare_bytes"].as_i64(), Some(0));
+    let (code, under) = json(&format!("{}B", xla - 1));
+    assert_eq!(code, Some(1));
+    assert_eq!(under["deciding_bytes"].as_u64(), Some(xla));
+    assert_eq!(under["fits"], false);
+}
+
 /// `hlomem targets TARGET`: one target, a GPU config of one's own read with
 /// its overrides and the allocator's share.
 #[test]

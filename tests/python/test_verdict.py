@@ -163,3 +163,53 @@ def test_xla_totals_are_xlas_memory_usage_report(repo_root: Path, case: str) -> 
     (values,) = folder.glob("*-buffer-assignment-values.txt")
     total = re.search(r"^Total bytes used: (\d+)", values.read_text(), re.MULTILINE)
     assert total is not None and dumped.xla.total_bytes == int(total.group(1))
+
+
+def test_largest_fits_points_are_decided_by_the_binary() -> None:
+    """A compiled point's decision is ``hlomem fits --budget``'s: XLA's figure
+    decides where there is one, exactly at the budget fits, a byte over not."""
+    from hlomem._measure import FitPoint, Session
+
+    session = Session(
+        lambda: None,
+        target=None,
+        budget="12MiB",
+        options={},
+        progress=False,
+        cache=False,
+        need_budget=True,
+        caller="test",
+    )
+    budget = 12 * MIB
+    point = FitPoint(
+        n=1, label="n=1", fits=None, needed_bytes=None, budget_bytes=None, hlomem_bytes=budget
+    )
+
+    def decided(hlomem_bytes: int, xla: int | None) -> tuple[bool | None, int | None, int | None]:
+        p = session._decide(dataclasses.replace(point, hlomem_bytes=hlomem_bytes, xla_bytes=xla))
+        return p.fits, p.needed_bytes, p.budget_bytes
+
+    assert decided(budget, None) == (True, budget, budget)
+    assert decided(budget + 1, None) == (False, budget + 1, budget)
+    assert decided(budget, budget + 1) == (False, budget + 1, budget)
+    assert decided(budget + 1, budget) == (True, budget, budget)
+
+
+def test_a_dumped_curve_point_is_decided_by_the_binary(repo_root: Path) -> None:
+    """``curve_from_dumps`` decides each size as ``hlomem fits FILE --budget``
+    does, on XLA's own figure from the report beside the file."""
+    from hlomem.curve import curve_from_dumps
+
+    folder = repo_root / "samples" / "tpu_mlp_train_donate" / "dump"
+    (file,) = folder.glob("*jit_sgd_step*after_optimizations.txt")
+    xla = _binary("fits", str(file), "--budget", "1GiB", "--format", "json")
+    figure = json.loads(xla.stdout)["module"]["xla"]["by_space"][0]["bytes"]
+    at = curve_from_dumps({8: folder}, budget=figure).points[0]
+    assert (at.fits, at.needed_bytes, at.xla_bytes, at.budget_bytes) == (
+        True,
+        figure,
+        figure,
+        figure,
+    )
+    under = curve_from_dumps({8: file}, budget=figure - 1).points[0]
+    assert (under.fits, under.needed_bytes) == (False, figure)
