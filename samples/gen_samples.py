@@ -922,6 +922,18 @@ ACCEL_CASES["gpu_sort_step"] = (
     "sort_step")
 
 
+# Two more TPU generations, after the programs so that no sample's recorded
+# source line moves: v5p (one chip per device, like v5e/v6e) and v4, whose
+# deviceless topology lists one device per TensorCore (8 on v4:2x2x1), each
+# with half the chip's HBM, and whose memory-space assignment fills color 3.
+ACCEL_CASES["tpu_v5p_mlp_train_donate"] = (
+    "mlp_train_donate compiled for TPU v5p (v5p:2x2x1, one device): the v5e case on "
+    "another chip", "tpu", "v5p:2x2x1", "mlp_train_donate")
+ACCEL_CASES["tpu_v4_mlp_train_donate"] = (
+    "mlp_train_donate compiled for TPU v4 (v4:2x2x1, one TensorCore): the v5e case on "
+    "another chip", "tpu", "v4:2x2x1", "mlp_train_donate")
+
+
 def program_x64(program):
     return False if program in ACCEL_PROGRAMS else CASES[program][1]
 

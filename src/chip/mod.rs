@@ -401,12 +401,15 @@ impl Target {
         }
     }
 
-    /// Spaces whose block XLA creates before assigning any buffer: TPU's VMEM,
-    /// laid out by memory-space assignment.
+    /// Spaces whose block XLA creates before assigning any buffer: the one
+    /// memory-space assignment lays out. That is VMEM (color 1), except on v4,
+    /// whose assignment fills color 3 and leaves no VMEM block (libtpu's v4
+    /// buffer assignments have no color-1 allocation).
     pub fn preset_colors(&self) -> &'static [u64] {
-        match self.backend {
-            Backend::Tpu => &[1],
-            Backend::Cpu | Backend::Gpu => &[],
+        match (self.backend, self.tpu_version) {
+            (Backend::Tpu, Some(TpuVersion::V4)) => &[3],
+            (Backend::Tpu, _) => &[1],
+            (Backend::Cpu | Backend::Gpu, _) => &[],
         }
     }
 

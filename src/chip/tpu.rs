@@ -306,6 +306,9 @@ pub fn space_name(color: u64) -> String {
         0 => "default".into(),
         1 => "vmem".into(),
         SMEM => "smem".into(),
+        // v4's memory-space assignment fills color 3, and libtpu's
+        // memory-usage report calls it `hbm (color=3)`.
+        3 => "hbm".into(),
         c => format!("color_{c}"),
     }
 }

@@ -482,6 +482,8 @@ fn fits_reads_a_dumped_module_and_xlas_figure() {
     for (case, target) in [
         ("tpu_mlp_train_donate", "tpu-v5e"),
         ("tpu_v6e_mlp_train_donate", "tpu-v6e"),
+        ("tpu_v5p_mlp_train_donate", "tpu-v5p"),
+        ("tpu_v4_mlp_train_donate", "tpu-v4"),
         ("tpu_while_loop", "tpu-v5e"),
         ("gpu_mlp_train_donate", "h100"),
         ("gpu_while_loop", "h100"),

@@ -209,6 +209,8 @@ fn accelerator_samples_are_there() {
         ("tpu_cond_branches", "tpu"),
         ("tpu_while_loop", "tpu"),
         ("tpu_v6e_mlp_train_donate", "tpu"),
+        ("tpu_v5p_mlp_train_donate", "tpu"),
+        ("tpu_v4_mlp_train_donate", "tpu"),
     ] {
         let found: Vec<_> = modules.iter().filter(|p| case_of(p) == case).collect();
         assert_eq!(found.len(), 1, "{case}: {found:?}");

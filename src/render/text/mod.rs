@@ -305,6 +305,7 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                     let what = match space.name.as_str() {
                         "vmem" => "on-chip vector memory",
                         "smem" => "on-chip scalar memory",
+                        "hbm" => "v4's space for the memory-space assignment",
                         _ => "another memory space",
                     };
                     format!("{what}, laid out before the buffer assignment: hlomem's estimate")
