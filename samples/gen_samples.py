@@ -3,7 +3,7 @@
 
 Each case is a small JAX program that is lowered and compiled (never run) with
 XLA's text dumps turned on: CPU cases on this host's CPU backend, GPU (H100) and
-TPU (v5e, v6e) cases deviceless, ahead of time. For every case this writes
+TPU (v4, v5e, v5p, v6e) cases deviceless, ahead of time. For every case this writes
     samples/<case>/dump/        the .txt files XLA dumped (HLO before and after
                                 optimizations, buffer assignment, live ranges,
                                 memory-usage report; TPU: target_arguments)
@@ -629,7 +629,7 @@ def main():
                     help="regenerate every case of this backend (gpu, tpu: run with the python "
                          "of a venv that has jax[cuda12] / jax[tpu])")
     ap.add_argument("--topology", help="with --backend: only the cases of this topology "
-                                       "(tpu: v5e:2x2, v6e:2x2; gpu: 1x1x4)")
+                                       "(tpu: v5e:2x2, v6e:2x2, v5p:2x2x1, v4:2x2x1; gpu: 1x1x4)")
     ap.add_argument("--list", action="store_true", help="list the cases and exit")
     ap.add_argument("--reparse", action="store_true",
                     help="re-read XLA's reports of the existing dumps into truth.json (no compile)")

@@ -11,6 +11,10 @@ used" when hlomem says its total is exact, and every memory space hlomem marks
 exact against XLA's allocation bytes of that color. Estimates that differ are
 shown in brackets, not counted.
 
+A case whose compile failed (no report in its truth.json) counts as a miss.
+Exits 1 unless every module agrees (CI runs it on the programs of
+gen_holdout.py's CI_PROGRAMS).
+
 usage: python measure/holdout/score.py ROOT [--hlomem target/release/hlomem]
 """
 import argparse
@@ -19,6 +23,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 ap = argparse.ArgumentParser()
@@ -30,6 +35,11 @@ ok = total = 0
 for truth_path in sorted(glob.glob(f"{args.root}/*/cases/*/truth.json")):
     truth = json.load(open(truth_path))
     case = os.path.dirname(truth_path)
+    if not truth.get("reports"):
+        total += 1
+        print("ERR ", os.path.relpath(case, args.root), "no XLA report: the compile failed",
+              (truth.get("stderr_tail") or "")[-300:])
+        continue
     for prefix, report in truth.get("reports", {}).items():
         hlo = glob.glob(f"{case}/dump/{prefix}*after_optimizations.txt")
         if not hlo:
@@ -68,3 +78,4 @@ for truth_path in sorted(glob.glob(f"{args.root}/*/cases/*/truth.json")):
             ok += 1
             print("OK  ", name, " ".join(notes))
 print(f"{ok}/{total} modules: every number hlomem calls exact equals XLA's")
+sys.exit(0 if total and ok == total else 1)
