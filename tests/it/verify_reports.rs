@@ -455,7 +455,7 @@ fn rejected(
 fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
     let mut counts = vec![0usize; KINDS.len()];
     let mut failures = Vec::new();
-    let mut ties = 0;
+    let mut ties = Vec::new();
     for (d, dump) in dumps.iter().enumerate() {
         let (module, model) = hlomem::pipeline::load_and_model(&dump.hlo, None, None).unwrap();
         let module = module.into_complete().unwrap();
@@ -477,7 +477,7 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
                     // clear of every live value, is a packing XLA could have
                     // made: a tie, which only a note can say.
                     Err(why) if *name == "value offset" && why.contains("a different packing") => {
-                        ties += 1
+                        ties.push(format!("{}: {why}", dump.hlo.display()))
                     }
                     Err(why) => failures.push(format!("{} ({name}): {why}", dump.hlo.display())),
                     Ok(()) => {}
@@ -492,7 +492,8 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
         .collect();
     println!(
         "mutants made per kind (all rejected unless listed below): {counts:?}; \
-         {ties} offsets moved to a valid place (a note)"
+         {} offsets moved to a valid place (a note): {ties:?}",
+        ties.len()
     );
     assert!(
         failures.is_empty(),
@@ -501,11 +502,16 @@ fn mutation_campaign(dumps: &[Dump], per_kind: usize) -> Vec<(String, usize)> {
         failures.join("\n")
     );
     // Such a place is rare: a random offset is almost never the end of another
-    // value and clear of everything live with it.
+    // value and clear of everything live with it. Rare, not impossible: a small
+    // value moved 1024 of its sizes up can land in a free gap of a large block
+    // (one of 99 one-file mutants did, in the v6e sample, once the v4 and v5p
+    // samples shifted the seeds), so up to 2% pass, each printed.
     assert!(
-        ties * 100 <= counts[1].1,
-        "{ties} of {} offset mutants passed as ties",
-        counts[1].1
+        ties.len() * 50 <= counts[1].1,
+        "{} of {} offset mutants passed as ties:\n{}",
+        ties.len(),
+        counts[1].1,
+        ties.join("\n")
     );
     counts
 }
