@@ -29,6 +29,20 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// Every byte, in groups of three: `2,103,296 B`, where two figures differ by
+/// less than the last digit [`human_bytes`] shows.
+pub fn exact_bytes(bytes: u64) -> String {
+    let digits = bytes.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 2);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out + " B"
+}
+
 /// A size with two decimals and a space, as a verdict prints its figures
 /// (`11.30 GiB`, `16.00 GiB`): in MiB under 1 GiB (`6.20 MiB`), so that a
 /// small program does not read as 0.00 GiB, unless `small_in_mib` is false
@@ -189,6 +203,14 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_bytes_groups_digits_in_threes() {
+        assert_eq!(exact_bytes(0), "0 B");
+        assert_eq!(exact_bytes(512), "512 B");
+        assert_eq!(exact_bytes(2_102_816), "2,102,816 B");
+        assert_eq!(exact_bytes(100_701_184), "100,701,184 B");
+    }
 
     #[test]
     fn matches_xla_examples() {

@@ -74,12 +74,18 @@ pub struct Totals {
 }
 
 /// What hlomem cannot know about a module's device memory from its text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum DeviceEstimate {
-    /// A TPU module whose chip nobody named holds a tuple table in HBM:
-    /// 512 bytes on v4 and v5e, 32 on v5p and v6e; sized as on v5e.
-    ChipAssumed,
+    /// A TPU module whose chip nobody named holds a tuple table in HBM, whose
+    /// size is the chip's (512 bytes on v4 and v5e, 32 on v5p and v6e): the
+    /// figures are those of the `assumed` chips, and `other_figures` those of
+    /// the `other` chips.
+    ChipAssumed {
+        assumed: Vec<crate::chip::TpuVersion>,
+        other: Vec<crate::chip::TpuVersion>,
+        other_figures: ChipFigures,
+    },
     /// The HBM heap's size depends on the order libtpu packs it in: start
     /// order, or (when HBM's total passes the chip's limit less 2.5 GiB) the
     /// smaller of biggest-first and longest-first, and the total is too near
@@ -88,13 +94,81 @@ pub enum DeviceEstimate {
     PackingOrder(heap::OrderSizes),
 }
 
+/// The figures that depend on a TPU chip, as another chip would make them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ChipFigures {
+    pub argument_bytes: u64,
+    pub output_bytes: u64,
+    pub alias_bytes: u64,
+    pub temp_bytes: u64,
+    pub device_bytes: u64,
+    pub total_bytes: u64,
+    pub live_peak_bytes: u64,
+}
+
+impl ChipFigures {
+    fn of(totals: &Totals) -> ChipFigures {
+        ChipFigures {
+            argument_bytes: totals.argument_bytes,
+            output_bytes: totals.output_bytes,
+            alias_bytes: totals.alias_bytes,
+            temp_bytes: totals.temp_bytes,
+            device_bytes: totals.device_bytes,
+            total_bytes: totals.total_bytes,
+            live_peak_bytes: totals.live_peak_bytes,
+        }
+    }
+}
+
+impl Totals {
+    /// Whether the figure `of` reads would be another on the other chips
+    /// (the chip being assumed): then it is "about".
+    pub fn depends_on_chip(&self, of: fn(&ChipFigures) -> u64) -> bool {
+        self.chip_alternative()
+            .is_some_and(|(_, _, other)| of(other) != of(&self.figures()))
+    }
+
+    /// The figures that depend on the chip, as this module's.
+    pub fn figures(&self) -> ChipFigures {
+        ChipFigures::of(self)
+    }
+
+    /// When the chip is assumed: the assumed chips, the other chips, and
+    /// their figures.
+    pub fn chip_alternative(
+        &self,
+    ) -> Option<(
+        &[crate::chip::TpuVersion],
+        &[crate::chip::TpuVersion],
+        &ChipFigures,
+    )> {
+        self.device_estimates.iter().find_map(|e| match e {
+            DeviceEstimate::ChipAssumed {
+                assumed,
+                other,
+                other_figures,
+            } => Some((assumed.as_slice(), other.as_slice(), other_figures)),
+            DeviceEstimate::PackingOrder(_) => None,
+        })
+    }
+}
+
 impl DeviceEstimate {
     /// Why, in words, for every renderer; the setting named is `interface`'s.
     pub fn describe(&self, interface: crate::chip::Interface) -> String {
+        use crate::chip::chips_in_words;
         use crate::units::human_bytes;
         match self {
-            DeviceEstimate::ChipAssumed => format!(
-                "the TPU chip is assumed (tuple tables differ by chip; {})",
+            DeviceEstimate::ChipAssumed {
+                assumed,
+                other,
+                other_figures,
+            } => format!(
+                "the TPU chip is assumed to be {} (tuple tables differ by chip); on {} device \
+                 memory is {}; {}",
+                chips_in_words(assumed).replace(" and ", " or "),
+                chips_in_words(other),
+                crate::units::exact_bytes(other_figures.device_bytes),
                 interface.chip_hint()
             ),
             DeviceEstimate::PackingOrder(s) => format!(
@@ -172,24 +246,55 @@ pub fn analyze(module: &Module, target: &Target) -> MemoryModel {
 /// The accounting as if the entry's input/output aliasing were `aliases`:
 /// what donating (or not donating) parameters would change (a what-if).
 pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
-    let (schedule, dataflow, ranges, assignment) = account(module, target, aliases);
-    let mut totals = totals_of(&assignment, target);
-    if target.chip_assumed() && holds_tuple_table(module, &dataflow, &assignment) {
-        // A TPU tuple table is 512 bytes on v4 and v5e, 32 on v5p and v6e,
-        // and the text does not name the chip: device memory is v5e's guess.
-        totals.device_estimates.push(DeviceEstimate::ChipAssumed);
+    let mut model = model_of(module, target, aliases);
+    let assumed = target.tpu_version.filter(|_| target.chip_assumed());
+    if let Some(assumed) =
+        assumed.filter(|_| holds_tuple_table(module, &model.dataflow, &model.assignment))
+    {
+        // A tuple table's size is the chip's, and the text does not name the
+        // chip: every figure is the assumed chip's, and the other chips' are
+        // worked out too, so that the words can give both.
+        let other = assumed.other_tuple_tables();
+        if let Some(&stand_in) = other.first() {
+            let as_other = target
+                .clone()
+                .with_tpu_version(Some((stand_in, crate::chip::ChipSource::Assumed)));
+            let other_figures = ChipFigures::of(&model_of(module, &as_other, aliases).totals);
+            model.totals.device_estimates.insert(
+                0,
+                DeviceEstimate::ChipAssumed {
+                    assumed: assumed.same_tuple_tables(),
+                    other,
+                    other_figures,
+                },
+            );
+            mark_device_estimated(&mut model.totals);
+        }
     }
-    if let (Some(sizes), Packing::Undecided) = (assignment.heap.order_sizes, assignment.packing) {
-        totals
-            .device_estimates
-            .push(DeviceEstimate::PackingOrder(sizes));
-    }
+    model
+}
+
+/// The default space and the total are hlomem's estimate once anything in
+/// `device_estimates` says why.
+fn mark_device_estimated(totals: &mut Totals) {
     if !totals.device_estimates.is_empty() {
         for space in totals.by_space.iter_mut().filter(|s| s.color == 0) {
             space.exact = false;
         }
         totals.total_exact = false;
     }
+}
+
+/// [`analyze_with_aliases`] for one chip, the chip's own doubts aside.
+fn model_of(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryModel {
+    let (schedule, dataflow, ranges, assignment) = account(module, target, aliases);
+    let mut totals = totals_of(&assignment, target);
+    if let (Some(sizes), Packing::Undecided) = (assignment.heap.order_sizes, assignment.packing) {
+        totals
+            .device_estimates
+            .push(DeviceEstimate::PackingOrder(sizes));
+    }
+    mark_device_estimated(&mut totals);
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak
         .timeline

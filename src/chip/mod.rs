@@ -18,7 +18,7 @@ pub mod devices;
 pub mod fit;
 mod tpu;
 
-pub use tpu::TpuVersion;
+pub use tpu::{chips_in_words, TpuVersion};
 
 /// The compiler backends whose dumps hlomem reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, schemars::JsonSchema)]

@@ -70,11 +70,45 @@ impl TpuVersion {
     }
 
     /// Bytes a tuple index table is rounded up to.
-    fn tuple_granule(self) -> u64 {
+    pub fn tuple_granule(self) -> u64 {
         match self {
             TpuVersion::V5p | TpuVersion::V6e => 32,
             TpuVersion::V4 | TpuVersion::V5e => 512,
         }
+    }
+
+    /// Every generation, oldest first.
+    pub const ALL: [TpuVersion; 4] = [
+        TpuVersion::V4,
+        TpuVersion::V5e,
+        TpuVersion::V5p,
+        TpuVersion::V6e,
+    ];
+
+    /// The chips that size a tuple table as this one does, this one among them.
+    pub fn same_tuple_tables(self) -> Vec<TpuVersion> {
+        Self::ALL
+            .into_iter()
+            .filter(|v| v.tuple_granule() == self.tuple_granule())
+            .collect()
+    }
+
+    /// The chips that size a tuple table otherwise: the only chip-dependent
+    /// size of a module read without its chip (v5p and v6e for v5e).
+    pub fn other_tuple_tables(self) -> Vec<TpuVersion> {
+        Self::ALL
+            .into_iter()
+            .filter(|v| v.tuple_granule() != self.tuple_granule())
+            .collect()
+    }
+}
+
+/// Chips in words: `v5p and v6e`.
+pub fn chips_in_words(chips: &[TpuVersion]) -> String {
+    let names: Vec<&str> = chips.iter().map(|c| c.as_str()).collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
     }
 }
 

@@ -3,8 +3,9 @@
 
 use std::io::{self, Write};
 
+use super::sized;
+use crate::analysis::ChipFigures;
 use crate::report::Report;
-use crate::units::human_bytes;
 
 /// Workflow-command values escape `%`, CR and LF (and `,`/`:` in properties).
 fn escape(text: &str, property: bool) -> String {
@@ -21,16 +22,19 @@ fn escape(text: &str, property: bool) -> String {
 pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     for m in report.largest_first() {
         let file = escape(&m.file, true);
+        let by_chip = |of: fn(&ChipFigures) -> u64| {
+            sized(of(&m.memory.figures()), !m.memory.depends_on_chip(of))
+        };
         writeln!(
             out,
             "::notice file={file},title={}::{}: total {}, temp {}, arguments {}, outputs {} (aliased {})",
             escape(&format!("hlomem {}", m.key), true),
             escape(&m.name, false),
-            human_bytes(m.memory.total_bytes),
-            human_bytes(m.memory.temp_bytes),
-            human_bytes(m.memory.argument_bytes),
-            human_bytes(m.memory.output_bytes),
-            human_bytes(m.memory.alias_bytes)
+            sized(m.memory.total_bytes, m.memory.total_exact),
+            by_chip(|f| f.temp_bytes),
+            by_chip(|f| f.argument_bytes),
+            by_chip(|f| f.output_bytes),
+            by_chip(|f| f.alias_bytes)
         )?;
         for f in &m.findings {
             let level = match f.severity {

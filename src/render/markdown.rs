@@ -2,7 +2,8 @@
 
 use std::io::{self, Write};
 
-use super::{one_line, RenderOptions};
+use super::{one_line, sized, RenderOptions};
+use crate::analysis::ChipFigures;
 use crate::report::{ModuleReport, Report};
 use crate::units::human_bytes;
 
@@ -92,16 +93,34 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         "| total | arguments | outputs | aliased | temp | live peak |"
     )?;
     writeln!(out, "|---:|---:|---:|---:|---:|---:|")?;
+    // A figure hlomem cannot know exactly reads "about", and why follows.
+    let by_chip = |of: fn(&ChipFigures) -> u64| sized(of(&mem.figures()), !mem.depends_on_chip(of));
     writeln!(
         out,
         "| {} | {} | {} | {} | {} | {} |",
-        human_bytes(mem.total_bytes),
-        human_bytes(mem.argument_bytes),
-        human_bytes(mem.output_bytes),
-        human_bytes(mem.alias_bytes),
-        human_bytes(mem.temp_bytes),
-        human_bytes(mem.live_peak_bytes)
+        sized(mem.total_bytes, mem.total_exact),
+        by_chip(|f| f.argument_bytes),
+        by_chip(|f| f.output_bytes),
+        by_chip(|f| f.alias_bytes),
+        by_chip(|f| f.temp_bytes),
+        by_chip(|f| f.live_peak_bytes)
     )?;
+    if !mem.total_exact {
+        writeln!(out)?;
+        let mut why: Vec<String> = mem
+            .device_estimates
+            .iter()
+            .map(|e| e.describe(options.interface))
+            .collect();
+        if mem
+            .by_space
+            .iter()
+            .any(|s| s.color != 0 && !s.exact && s.bytes > 0)
+        {
+            why.push("the TPU on-chip memory spaces in the total are hlomem's estimate".into());
+        }
+        writeln!(out, "_About: {}._", why.join("; "))?;
+    }
     for d in &m.differences {
         if let crate::report::differences::Difference::TotalAboveLivePeak { .. } = d {
             writeln!(out)?;

@@ -24,6 +24,14 @@ use crate::report::Report;
 /// `text` on one line: JAX writes some primitives' parameters into `op_name`
 /// with line breaks (`reshape[ dimensions=None\n new_sizes=(8,) ]`), which would
 /// break a table row. JSON keeps the text as it is.
+/// A size as XLA prints it, "about" when hlomem cannot know it exactly.
+fn sized(bytes: u64, exact: bool) -> String {
+    match exact {
+        true => crate::units::human_bytes(bytes),
+        false => format!("about {}", crate::units::human_bytes(bytes)),
+    }
+}
+
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

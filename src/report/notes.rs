@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::chip::{Backend, Interface, TpuVersion};
+use crate::chip::{chips_in_words, Backend, Interface, TpuVersion};
 
 /// One caveat.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -39,10 +39,14 @@ impl Note {
                              jax.stages.Compiled on TPU devices) names the chip"
                         .to_string(),
                 };
+                let other = assumed.other_tuple_tables();
                 format!(
                     "the TPU chip is not named (no target_arguments.txt beside the module): tuple tables \
-                     are sized as on {} (512 bytes; 32 on v5p and v6e); {how}",
-                    assumed.as_str()
+                     are sized as on {} ({} bytes; {} on {}); {how}",
+                    chips_in_words(&assumed.same_tuple_tables()),
+                    assumed.tuple_granule(),
+                    other.first().map_or(0, |o| o.tuple_granule()),
+                    chips_in_words(&other)
                 )
             }
             Note::BackendOverridden {

@@ -191,6 +191,99 @@ fn corpus_accelerator_memory_equals_xla() {
     );
 }
 
+/// Read alone with no chip named, no TPU number presented as exact is wrong:
+/// a figure that depends on the chip (a tuple table's size) comes with the
+/// other chips' figure, and XLA's is one of the two; every other figure, and
+/// every space marked exact, is XLA's.
+#[test]
+#[ignore = "set HLOMEM_CORPUS"]
+fn corpus_tpu_read_without_the_chip_marks_every_guess() {
+    let scratch = std::env::temp_dir().join(format!("hlomem-nochip-{}", std::process::id()));
+    let (mut wrong, mut checked, mut told_apart) = (Vec::new(), 0, 0);
+    for m in accelerator_modules() {
+        if m.truth["backend"] != "tpu" {
+            continue;
+        }
+        let dir = scratch.join(m.name.replace('/', "_"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let lone = dir.join("module.txt");
+        std::fs::copy(&m.hlo, &lone).unwrap();
+        let report = hlomem::analyze_paths(std::slice::from_ref(&lone), Default::default());
+        assert!(report.errors.is_empty(), "{}: {:?}", m.name, report.errors);
+        let memory = &report.modules[0].memory;
+        let other = memory.chip_alternative().map(|(_, _, f)| *f);
+        let ma = &m.truth["memory_analysis"];
+        let by_color = m.report["allocation_bytes_by_color"].as_object().unwrap();
+        let hbm = by_color.get("0").and_then(|b| b.as_u64()).or(Some(0));
+        let hbm_exact = memory.by_space.iter().any(|s| s.color == 0 && s.exact);
+        let packing_undecided = memory
+            .device_estimates
+            .iter()
+            .any(|e| matches!(e, hlomem::analysis::DeviceEstimate::PackingOrder(_)));
+        let figures = [
+            (
+                "argument",
+                memory.argument_bytes,
+                other.map(|o| o.argument_bytes),
+                ma["argument_size_in_bytes"].as_u64(),
+            ),
+            (
+                "output",
+                memory.output_bytes,
+                other.map(|o| o.output_bytes),
+                ma["output_size_in_bytes"].as_u64(),
+            ),
+            (
+                "alias",
+                memory.alias_bytes,
+                other.map(|o| o.alias_bytes),
+                ma["alias_size_in_bytes"].as_u64(),
+            ),
+            (
+                "HBM",
+                memory.device_bytes,
+                other.map(|o| o.device_bytes),
+                hbm,
+            ),
+        ];
+        for (what, ours, theirs, xla) in figures {
+            let Some(xla) = xla else { continue };
+            let ok = match theirs.filter(|&t| t != ours) {
+                Some(theirs) => {
+                    told_apart += 1;
+                    // Where the packing order is undecided too, HBM is
+                    // another estimate, checked by the test above.
+                    xla == ours || xla == theirs || (what == "HBM" && packing_undecided)
+                }
+                None if what == "HBM" => !hbm_exact || xla == ours,
+                None => xla == ours,
+            };
+            if !ok {
+                wrong.push(format!(
+                    "{} {what}: hlomem {ours} (other chips {theirs:?}), XLA {xla}",
+                    m.name
+                ));
+            }
+        }
+        for space in memory.by_space.iter().filter(|s| s.exact && s.color != 0) {
+            let xla = by_color
+                .get(&space.color.to_string())
+                .and_then(|b| b.as_u64());
+            if xla.unwrap_or(0) != space.bytes {
+                wrong.push(format!(
+                    "{} color {}: hlomem {}, XLA {xla:?}",
+                    m.name, space.color, space.bytes
+                ));
+            }
+        }
+        checked += 1;
+    }
+    std::fs::remove_dir_all(&scratch).ok();
+    println!("{checked} TPU modules read without their chip; {told_apart} figures depend on it");
+    assert!(checked >= 20, "{checked} TPU modules");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 /// With XLA's reports beside the HLO (and the dump's `target_arguments.txt`
 /// naming the TPU chip), `--verify` agrees on every number it compares.
 #[test]

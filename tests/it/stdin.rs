@@ -170,3 +170,74 @@ fn a_tpu_module_without_its_chip_is_not_exact() {
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["modules"][0]["memory"]["by_space"][0]["exact"], true);
 }
+
+/// Every TPU sample read alone (no chip named): each figure that depends on
+/// the chip says "about" and gives both chips' bytes, and XLA's is one of
+/// them; every figure that does not is XLA's own. On v4 and v5e samples the
+/// figure shown is XLA's; on v5p and v6e the other chips' figure is.
+#[test]
+fn tpu_samples_read_alone_give_xlas_figures_for_one_of_the_chips() {
+    let mut checked = 0;
+    let mut told_apart = 0;
+    for hlo in crate::support::sample_modules() {
+        let (case, truth) = crate::support::sample_module_truth(&hlo);
+        if crate::support::sample_backend(&case) != "tpu" {
+            continue;
+        }
+        let text = std::fs::read(&hlo).unwrap();
+        let out = hlomem_with_stdin(&["analyze", "-", "--format", "json"], &text);
+        let memory = json(&out)["modules"][0]["memory"].clone();
+        let shown = hlomem_with_stdin(&["analyze", "-"], &text);
+        let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+        let other = memory["device_estimates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["kind"] == "chip-assumed")
+            .map(|e| e["other_figures"].clone());
+        let ma = &truth["memory_analysis"];
+        let hbm = truth["xla_reported"]["memory_usage_report_total_bytes"][0].as_u64();
+        for (row, field, xla) in [
+            (
+                "arguments",
+                "argument_bytes",
+                ma["argument_size_in_bytes"].as_u64(),
+            ),
+            (
+                "outputs",
+                "output_bytes",
+                ma["output_size_in_bytes"].as_u64(),
+            ),
+            ("aliased", "alias_bytes", ma["alias_size_in_bytes"].as_u64()),
+            ("live peak", "live_peak_bytes", None),
+            ("in default", "device_bytes", hbm),
+        ] {
+            let ours = memory[field].as_u64().unwrap();
+            let theirs = other.as_ref().and_then(|o| o[field].as_u64());
+            let line = shown
+                .lines()
+                .find(|l| l.trim_start().starts_with(row))
+                .unwrap_or_else(|| panic!("{case}: no {row} row in\n{shown}"));
+            match theirs.filter(|&t| t != ours) {
+                Some(theirs) => {
+                    told_apart += 1;
+                    assert!(line.contains("about"), "{case}: {line}");
+                    if let Some(xla) = xla {
+                        assert!(
+                            xla == ours || xla == theirs,
+                            "{case} {field}: XLA {xla}, hlomem {ours} or {theirs}"
+                        );
+                    }
+                }
+                None => {
+                    if let Some(xla) = xla {
+                        assert_eq!(ours, xla, "{case} {field}, the same on every chip");
+                    }
+                }
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 6, "{checked} TPU samples");
+    assert!(told_apart > 0, "no figure depended on the chip");
+}

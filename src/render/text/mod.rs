@@ -5,9 +5,10 @@ use std::io::{self, Write};
 mod usage;
 
 use super::{one_line, RenderOptions};
-use crate::analysis::DeviceEstimate;
+use crate::analysis::{ChipFigures, DeviceEstimate};
+use crate::chip::chips_in_words;
 use crate::report::{ModuleReport, Report};
-use crate::units::human_bytes;
+use crate::units::{exact_bytes, human_bytes};
 
 /// How many parameters the text report lists when the dump names no JAX
 /// arguments to group them by (`--verbose` and JSON list them all).
@@ -251,6 +252,20 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     } else {
         "every memory space together; the on-chip ones are hlomem's estimate".to_string()
     };
+    // A figure that depends on the assumed chip says so, with both chips' bytes.
+    let by_chip = |of: fn(&ChipFigures) -> u64, meaning: &str| -> String {
+        match mem.chip_alternative() {
+            Some((assumed, other, figures)) if mem.depends_on_chip(of) => format!(
+                "{meaning}, about: {} on {}, {} on {} ({})",
+                exact_bytes(of(&mem.figures())),
+                chips_in_words(assumed),
+                exact_bytes(of(figures)),
+                chips_in_words(other),
+                options.interface.chip_hint()
+            ),
+            _ => meaning.to_string(),
+        }
+    };
     let mut rows = vec![
         [
             "total".to_string(),
@@ -260,17 +275,26 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         [
             "arguments".into(),
             human_bytes(mem.argument_bytes),
-            "entry parameters, held by the caller for the whole run".into(),
+            by_chip(
+                |f| f.argument_bytes,
+                "entry parameters, held by the caller for the whole run",
+            ),
         ],
         [
             "outputs".into(),
             human_bytes(mem.output_bytes),
-            "buffers that may be returned to the caller".into(),
+            by_chip(
+                |f| f.output_bytes,
+                "buffers that may be returned to the caller",
+            ),
         ],
         [
             "aliased".into(),
             human_bytes(mem.alias_bytes),
-            "donated parameters reused as outputs (counted in both above)".into(),
+            by_chip(
+                |f| f.alias_bytes,
+                "donated parameters reused as outputs (counted in both above)",
+            ),
         ],
         [
             "temp".into(),
@@ -283,13 +307,19 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 "one scratch block for intermediates, about: its packing decides (see the total)"
                     .into()
             } else {
-                "one scratch block for intermediates; values not live at once share it".into()
+                by_chip(
+                    |f| f.temp_bytes,
+                    "one scratch block for intermediates; values not live at once share it",
+                )
             },
         ],
         [
             "live peak".into(),
             human_bytes(mem.live_peak_bytes),
-            "most bytes of device memory live at one moment, each buffer once".into(),
+            by_chip(
+                |f| f.live_peak_bytes,
+                "most bytes of device memory live at one moment, each buffer once",
+            ),
         ],
     ];
     if mem.by_space.len() > 1 {
