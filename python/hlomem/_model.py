@@ -104,6 +104,11 @@ class Memory(JsonObject):
     ``output_size_in_bytes``, ``alias_size_in_bytes`` and
     ``temp_size_in_bytes``; ``total_bytes`` is the buffer assignment's "Total
     bytes used" (every allocation, constants included).
+
+    When device memory is hlomem's estimate, ``device_estimates`` says why
+    (``kind``): ``chip-assumed`` (a TPU module whose chip nothing named: the
+    figures are the ``assumed`` chips', ``other_figures`` the ``other``
+    chips'), or ``packing-order``.
     """
 
     _schema = ("analyze", "Totals")
