@@ -45,6 +45,26 @@ from ._targets import Target, TargetArg, gib
 __all__ = ["LargestFit", "NothingFits", "largest_fit"]
 
 
+#: Why hlomem's figure for a module is an estimate, by
+#: ``Memory.device_estimates`` kind.
+_WHY_ABOUT = {
+    "chip-assumed": "the TPU chip was assumed (tuple tables differ by chip)",
+    "packing-order": "libtpu's packing order of HBM could not be told from the text",
+}
+
+
+def about_note(points: Sequence[FitPoint]) -> str | None:
+    """Which points' hlomem figures are estimates, and why: the analysis's
+    own reasons (``Memory.device_estimates``), in a few words each (the
+    CLI's text gives them whole)."""
+    about = [p for p in points if not p.exact]
+    if not about:
+        return None
+    kinds = dict.fromkeys(k for p in about for k in p.estimated_because)
+    why = "; ".join(_WHY_ABOUT.get(k, k) for k in kinds) or "hlomem marks them estimates"
+    return f"hlomem's figures are about at {len(about)} of the {len(points)} points: {why}"
+
+
 @dataclass(frozen=True)
 class LargestFit:
     """What :func:`largest_fit` found: the answer and the curve it was read from.
@@ -499,8 +519,9 @@ class _Search:
             value = self.grid[self.lo]
             next_value = self.grid[self.hi] if self.hi is not None else None
         points = tuple(p for _, p in sorted(self.points.items()))
-        if any(not p.exact for p in points):
-            self.notes.append("hlomem's figures are about: the TPU chip was assumed")
+        about = about_note(points)
+        if about is not None:
+            self.notes.append(about)
         differ = [p for p in points if p.xla_bytes is not None and p.xla_bytes != p.hlomem_bytes]
         if differ:
             p = differ[-1]

@@ -87,8 +87,12 @@ class FitPoint:
     #: XLA's own buffer assignment total for the device's memory, from the
     #: compile's dump (deviceless compiles; ``None`` for one in this process).
     xla_bytes: int | None = None
-    #: hlomem's figure is XLA's to the byte (not when a TPU chip was assumed).
+    #: hlomem's figure is XLA's to the byte (not when a TPU chip was assumed,
+    #: or libtpu's packing order could not be told).
     exact: bool = True
+    #: Why it is not (``Memory.device_estimates``' kinds: ``chip-assumed``,
+    #: ``packing-order``).
+    estimated_because: tuple[str, ...] = ()
     argument_bytes: int | None = None
     output_bytes: int | None = None
     #: Donated arguments reused as outputs (counted in both).
@@ -275,6 +279,9 @@ def report_fields(report: Any) -> dict[str, Any]:
         "total_bytes": memory.total_bytes,
         "live_peak_bytes": memory.live_peak_bytes,
         "by_space": {s.name: s.bytes for s in memory.by_space},
+        "estimated_because": tuple(
+            dict.fromkeys(e.kind for e in getattr(memory, "device_estimates", None) or ())
+        ),
         "peak": _peak(report),
         "findings": tuple(dict.fromkeys(f.code for f in report.findings)),
         "report": report,

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
-from ._fit import LargestFit
+from ._fit import LargestFit, about_note
 from ._measure import FitPoint, report_fields
 from ._verdict import fits_within
 
@@ -103,7 +103,7 @@ def curve_from_dumps(
             break
         value = point.n
     first = points[0].report
-    notes = []
+    notes = [note for note in [about_note(points)] if note is not None]
     fits_after = [p.n for p in points if p.fits and next_value is not None and p.n > next_value]
     if fits_after:
         notes.append(

@@ -213,3 +213,24 @@ def test_a_dumped_curve_point_is_decided_by_the_binary(repo_root: Path) -> None:
     )
     under = curve_from_dumps({8: file}, budget=figure - 1).points[0]
     assert (under.fits, under.needed_bytes) == (False, figure)
+
+
+def test_a_curve_says_why_its_figures_are_about(repo_root: Path, tmp_path: Path) -> None:
+    """A TPU module read without its chip: the curve's note says the chip was
+    assumed (the analysis's own reason, not a fixed sentence); with the dump
+    folder, whose target_arguments.txt names the chip, there is no such note."""
+    import shutil
+
+    from hlomem.curve import curve_from_dumps
+
+    folder = repo_root / "samples" / "tpu_v6e_mlp_train_donate" / "dump"
+    (file,) = folder.glob("*jit_sgd_step*after_optimizations.txt")
+    alone = tmp_path / "module.txt"
+    shutil.copy(file, alone)
+    point = curve_from_dumps({8: alone}, budget="1GiB").points[0]
+    assert (point.exact, point.estimated_because) == (False, ("chip-assumed",))
+    notes = curve_from_dumps({8: alone}, budget="1GiB").notes
+    assert any("about at 1 of the 1 points: the TPU chip was assumed" in n for n in notes), notes
+    named = curve_from_dumps({8: folder}, budget="1GiB")
+    assert named.points[0].exact and named.points[0].estimated_because == ()
+    assert not any("about" in n for n in named.notes), named.notes
