@@ -220,33 +220,27 @@ fn corpus_tpu_read_without_the_chip_marks_every_guess() {
             .device_estimates
             .iter()
             .any(|e| matches!(e, hlomem::analysis::DeviceEstimate::PackingOrder(_)));
-        let figures = [
+        type Of = fn(&hlomem::analysis::ChipFigures) -> u64;
+        let figures: [(&str, Of, Option<u64>); 4] = [
             (
                 "argument",
-                memory.argument_bytes,
-                other.map(|o| o.argument_bytes),
+                |f| f.argument_bytes,
                 ma["argument_size_in_bytes"].as_u64(),
             ),
             (
                 "output",
-                memory.output_bytes,
-                other.map(|o| o.output_bytes),
+                |f| f.output_bytes,
                 ma["output_size_in_bytes"].as_u64(),
             ),
             (
                 "alias",
-                memory.alias_bytes,
-                other.map(|o| o.alias_bytes),
+                |f| f.alias_bytes,
                 ma["alias_size_in_bytes"].as_u64(),
             ),
-            (
-                "HBM",
-                memory.device_bytes,
-                other.map(|o| o.device_bytes),
-                hbm,
-            ),
+            ("HBM", |f| f.device_bytes, hbm),
         ];
-        for (what, ours, theirs, xla) in figures {
+        for (what, of, xla) in figures {
+            let (ours, theirs) = (of(&memory.figures()), other.as_ref().map(of));
             let Some(xla) = xla else { continue };
             let ok = match theirs.filter(|&t| t != ours) {
                 Some(theirs) => {
