@@ -934,6 +934,34 @@ ACCEL_CASES["tpu_v4_mlp_train_donate"] = (
     "another chip", "tpu", "v4:2x2x1", "mlp_train_donate")
 
 
+# A step libtpu offloads to the SparseCore, after every other program so that
+# no sample's recorded source line moves: the gradient of top_k's values is a
+# scatter into the router's probabilities, which libtpu 0.0.42.1 runs as an
+# async-start on the "sparsecore" thread (nested: the wrapped computation
+# calls one that starts another async op). Its values live until the outer
+# async-done, and the nested start's tuple tables are not in HBM.
+def build_topk_grad_step(case, jax, jnp, lax):
+    """Router of a mixture of experts: softmax(x @ w), top-2 of 8 experts,
+    value_and_grad of the sum of the squared top values, SGD on w (donated)."""
+    def topk_grad_step(w, x):
+        def loss(w):
+            top, _ = lax.top_k(jax.nn.softmax(x @ w, -1), 2)
+            return jnp.sum(top * top)
+        value, grad = jax.value_and_grad(loss)(w)
+        return w - 1e-3 * grad, value
+
+    S = jax.ShapeDtypeStruct
+    return "topk_grad_step", topk_grad_step, (S((256, 8), jnp.float32),
+                                              S((4096, 256), jnp.float32)), (0,)
+
+
+ACCEL_PROGRAMS["topk_grad_step"] = build_topk_grad_step
+ACCEL_CASES["tpu_v6e_topk_grad_sparsecore"] = (
+    "topk_grad_step compiled for TPU v6e (v6e:2x2, one device): an MoE router's top-2 "
+    "gradient, whose scatter libtpu offloads to the SparseCore (async-start on the "
+    "sparsecore thread)", "tpu", "v6e:2x2", "topk_grad_step")
+
+
 def program_x64(program):
     return False if program in ACCEL_PROGRAMS else CASES[program][1]
 

@@ -88,18 +88,20 @@ pub fn assign(
     let comp_kind =
         |v: ValueId| graph.kind(module.instr(dataflow.values[v.index()].instr).computation);
 
-    // A buffer lives in the memory space its layout names (`S(1)`: TPU VMEM).
+    // A buffer lives in the memory space its layout names (`S(1)`: TPU VMEM),
+    // or where its defining instruction's thread keeps such values.
     let color_of: Vec<u64> = dataflow
         .buffers
         .iter()
         .map(|b| {
             b.values.first().map_or(0, |v| {
                 let value = &dataflow.values[v.index()];
-                module
-                    .instr(value.instr)
+                let instr = module.instr(value.instr);
+                let thread = module.comp(instr.computation).execution_thread.as_deref();
+                instr
                     .shape
                     .subshape(&value.index)
-                    .map_or(0, |s| target.memory_space(s))
+                    .map_or(0, |s| target.value_placement(s, thread).0)
             })
         })
         .collect();

@@ -212,11 +212,17 @@ impl Builder<'_> {
         is_phi: bool,
     ) -> ValueId {
         let id = ValueId(self.values.len() as u32);
+        let thread = self
+            .module
+            .comp(self.module.instr(instr).computation)
+            .execution_thread
+            .as_deref();
+        let (_, size) = self.target.value_placement(shape, thread);
         self.values.push(Value {
             instr,
             node: node as u32,
             index,
-            size: self.target.buffer_size(shape),
+            size,
             is_phi,
             buffer: BufferId(0),
         });

@@ -64,11 +64,7 @@ pub fn live_ranges(
             } else {
                 t_def
             };
-            let mut end = if is_root(value.instr) {
-                span_end(value.instr)?
-            } else {
-                t_def
-            };
+            let mut end = definition_end(module, schedule, value.instr)?;
             for &(pos, _) in dataflow.positions(v) {
                 let Some(t) = schedule.time(pos) else {
                     continue;
@@ -130,6 +126,19 @@ pub fn live_ranges(
     ranges
 }
 
+/// Where a value defined by `instr` ends before its other positions and uses
+/// count: at its definition, at its computation's end for a root, and no
+/// earlier than the `async-done` of the async operation it runs inside.
+fn definition_end(module: &Module, schedule: &Schedule, instr: InstrId) -> Option<u32> {
+    let comp = module.instr(instr).computation;
+    let end = if module.comp(comp).root == instr {
+        schedule.span[comp.index()].map(|s| s.1)?
+    } else {
+        schedule.time(instr)?
+    };
+    Some(end.max(schedule.held_until[comp.index()].unwrap_or(0)))
+}
+
 /// Values of one buffer are made to hand over rather than overlap
 /// (`NormalizeAliasedBuffers`): sorted by (start, end, id), each value ends
 /// where the next starts, and the next ends no earlier than it did.
@@ -181,7 +190,7 @@ pub fn end_position(
             schedule.time(id)
         }
     };
-    let mut end = (defining, time(value.instr));
+    let mut end = (defining, definition_end(module, schedule, value.instr));
     for &position in dataflow.positions(v) {
         if position == defining {
             continue;

@@ -625,3 +625,76 @@ fn a_value_passed_to_a_call_ends_at_the_callee_parameter() {
     );
     assert_eq!(model.totals.temp_bytes, 0);
 }
+
+/// §4.4, `HloLiveRange`'s async context, and libtpu's SparseCore placement:
+/// a scatter offloaded to the SparseCore runs an `async-start` inside a
+/// computation on the `sparsecore` thread, itself called from the wrapped
+/// computation of an outer `async-start`. Every value defined in that
+/// context lives until the outer `async-done` (the context is the outer
+/// operation's: a `call` passes it on), and the nested start's tuple index
+/// tables are colored 7 and take no bytes (libtpu 0.0.42.1's reports of MoE
+/// steps on v5p and v6e), so HBM holds none of them. The outer start, on the
+/// main thread, keeps its table in HBM.
+#[test]
+fn sparsecore_async_values_live_until_the_outer_done_off_hbm() {
+    let text = |thread: &str| {
+        format!(
+            "HloModule m, is_scheduled=true\n\n\
+             %called.1 (q0: f32[1024]) -> f32[1024] {{\n  %q0 = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             ROOT %n = f32[1024]{{0:T(1024)}} negate(%q0)\n}}, execution_thread=\"{thread}\"\n\n\
+             %wrapped.1 (w0: f32[1024]) -> f32[1024] {{\n  %w0 = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             ROOT %c1 = f32[1024]{{0:T(1024)}} call(%w0), to_apply=%called.1\n}}, execution_thread=\"{thread}\"\n\n\
+             %called (r0: f32[1024]) -> f32[1024] {{\n  %r0 = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             %inner-start = ((f32[1024]{{0:T(1024)}}), f32[1024]{{0:T(1024)}}, u32[]{{:S(8)}}) async-start(%r0), async_execution_thread=\"{thread}\", calls=%wrapped.1\n  \
+             ROOT %inner-done = f32[1024]{{0:T(1024)}} async-done(%inner-start)\n}}, execution_thread=\"{thread}\"\n\n\
+             %wrapped (v0: f32[1024]) -> f32[1024] {{\n  %v0 = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             ROOT %c0 = f32[1024]{{0:T(1024)}} call(%v0), to_apply=%called\n}}, execution_thread=\"{thread}\"\n\n\
+             ENTRY %e (p: f32[1024]) -> f32[1024] {{\n  %p = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             %outer-start = ((f32[1024]{{0:T(1024)}}), f32[1024]{{0:T(1024)}}) async-start(%p), async_execution_thread=\"{thread}\", calls=%wrapped\n  \
+             %busy = f32[1024]{{0:T(1024)}} exponential(%p)\n  \
+             %outer-done = f32[1024]{{0:T(1024)}} async-done(%outer-start)\n  \
+             ROOT %sum = f32[1024]{{0:T(1024)}} add(%outer-done, %busy)\n}}\n"
+        )
+    };
+    let m = parse(&text("sparsecore"));
+    let model = analyze(&m, &Target::detect(&m));
+    let time = |name: &str| {
+        model
+            .schedule
+            .time(instr_named(&m, name))
+            .expect("scheduled")
+    };
+    let (start, inner_done, outer_done) =
+        (time("inner-start"), time("inner-done"), time("outer-done"));
+    assert!(inner_done < outer_done);
+    let table = value_of(&m, &model, "inner-start", 0);
+    for v in model.dataflow.value_of(instr_named(&m, "inner-start")) {
+        let value = &model.dataflow.values[v.index()];
+        if value.instr != instr_named(&m, "inner-start") {
+            continue; // {0, 0} and {1} are other instructions' values
+        }
+        let r = model.ranges[v.index()].expect("scheduled");
+        assert_eq!((r.start, r.end), (start, outer_done), "{:?}", value.index);
+    }
+    let color = |v: ValueId| {
+        let a = model.assignment.allocation_of[model.dataflow.values[v.index()].buffer.index()];
+        model.assignment.allocations[a.expect("assigned")].color
+    };
+    assert_eq!(model.dataflow.values[table.index()].size, 0);
+    assert_eq!(color(table), 7);
+    // Nodes in pre-order: {}, {0}, {0,0}, {1}, {2}.
+    let flag = value_of(&m, &model, "inner-start", 4);
+    assert_eq!(model.dataflow.values[flag.index()].index, vec![2]);
+    assert_eq!(
+        (model.dataflow.values[flag.index()].size, color(flag)),
+        (4, 8)
+    );
+    let outer_table = value_of(&m, &model, "outer-start", 0);
+    assert!(model.dataflow.values[outer_table.index()].size > 0);
+    assert_eq!(color(outer_table), 0);
+    // The near miss: on another thread the nested start's tables stay in HBM.
+    let m = parse(&text("parallel"));
+    let model = analyze(&m, &Target::detect(&m));
+    let table = value_of(&m, &model, "inner-start", 0);
+    assert!(model.dataflow.values[table.index()].size > 0);
+}

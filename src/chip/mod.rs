@@ -352,6 +352,18 @@ impl Target {
         }
     }
 
+    /// The memory space and bytes of a value of `shape` defined by an
+    /// instruction of a computation on execution thread `thread` (`None`: the
+    /// main thread): [`Self::memory_space`] and [`Self::buffer_size`], except
+    /// where the thread places its values elsewhere (TPU SparseCore tuples).
+    pub fn value_placement(&self, shape: &Shape, thread: Option<&str>) -> (u64, u64) {
+        let on_thread = match self.backend {
+            Backend::Tpu => tpu::thread_tuple_placement(shape, thread),
+            Backend::Cpu | Backend::Gpu => None,
+        };
+        on_thread.unwrap_or_else(|| (self.memory_space(shape), self.buffer_size(shape)))
+    }
+
     /// Whether XLA's buffer assignment itself places this space's buffers, so
     /// that hlomem's replay gives XLA's number. TPU's on-chip spaces are placed
     /// earlier, by memory-space assignment, at offsets the HLO text does not show.

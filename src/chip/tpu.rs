@@ -11,6 +11,12 @@
 //!   4096 bytes, `pred[]` 1024); in SMEM (`S(2)`) it takes its plain size.
 //! - A tuple's index table is 4 bytes an element, rounded up to a granule
 //!   that depends on the chip: 512 bytes on v4 and v5e, 32 on v5p and v6e.
+//! - An instruction that runs on the SparseCore (a computation with
+//!   `execution_thread="sparsecore"`, such as an offloaded scatter's nested
+//!   `async-start`) keeps no tuple index table in HBM: libtpu colors its
+//!   tuple-shaped values 7 and sizes them 0 bytes (v5p and v6e MoE steps).
+//! - Untiled arrays in the SparseCore's space 8 (`u32[]{:S(8)}`, the nested
+//!   `async-start`'s context) take their plain size, as in SMEM.
 //! - A split array (`SC(0:256)`: dimension 0 split at index 256, seen in
 //!   v5p's VMEM, whose chip has two TensorCores) is sized as its largest
 //!   part: `f32[512,1024]{1,0:T(8,128)S(1)SC(0:256)}` takes 1 MiB, not 2.
@@ -117,10 +123,26 @@ pub const DEFAULT_VERSION: TpuVersion = TpuVersion::V5e;
 
 /// Bytes of one tuple index entry.
 const TUPLE_ENTRY_BYTES: u64 = 4;
-/// Untiled arrays outside SMEM hold at least this many elements.
+/// Untiled arrays outside SMEM (and the SparseCore's scalars) hold at least
+/// this many elements.
 const UNTILED_MIN_ELEMENTS: u64 = 1024;
 /// Scalar memory: untiled arrays take their plain size there.
 const SMEM: u64 = 2;
+/// The SparseCore's space that libtpu's reports call `color_8`: untiled
+/// arrays take their plain size there too (`u32[]{:S(8)}` is 4 bytes).
+const SPARSECORE_SCALARS: u64 = 8;
+/// Where the tuple-shaped values of SparseCore instructions are colored.
+const SPARSECORE_TUPLES: u64 = 7;
+/// The execution thread of computations that run on the SparseCore.
+const SPARSECORE_THREAD: &str = "sparsecore";
+
+/// The memory space and size of a tuple-shaped value defined on `thread`,
+/// when the thread keeps its tuples off HBM (the SparseCore: color 7, no
+/// bytes; see the module notes); `None` where the usual rules hold.
+pub fn thread_tuple_placement(shape: &Shape, thread: Option<&str>) -> Option<(u64, u64)> {
+    (matches!(shape, Shape::Tuple(_)) && thread == Some(SPARSECORE_THREAD))
+        .then_some((SPARSECORE_TUPLES, 0))
+}
 
 /// Whether every buffer of `shape` (each tuple level and array) has a padded
 /// size that fits in 64 bits.
@@ -195,7 +217,10 @@ fn array_size(a: &ArrayShape) -> Option<u64> {
         }
         None => {
             let n = a.element_count()?;
-            if layout.map_or(0, |l| l.memory_space) == SMEM {
+            if matches!(
+                layout.map_or(0, |l| l.memory_space),
+                SMEM | SPARSECORE_SCALARS
+            ) {
                 n
             } else {
                 n.max(UNTILED_MIN_ELEMENTS)
