@@ -459,6 +459,35 @@ def programs():
             return wv - (0.01 * g).astype(wv.dtype), l
         return step, (S((512, 32000), jnp.bfloat16), S((256, 512), jnp.bfloat16), S((256,), jnp.int32))
 
+    # --- 28. mixture of experts: top-2 routing, scatter dispatch, gather/scatter combine ---
+    # On TPU v5p and v6e libtpu 0.0.42.1 offloads the top-k gradient's scatter to the
+    # SparseCore (async-start on the "sparsecore" thread, nested in another; issue 38).
+    @prog("moe_topk_dispatch_train_donate", donate=(0,),
+          note="MoE layer, 8 experts, top-2, capacity 320: scatter-add dispatch, gather + scatter-add "
+               "combine, grad + SGD, params donated")
+    def _():
+        T, D, E, F, K, C = 1024, 128, 8, 256, 2, 320
+
+        def loss(p, x, y):
+            top, expert = lax.top_k(jax.nn.softmax(x @ p["router"], -1), K)
+            expert = expert.reshape(-1)
+            onehot = jax.nn.one_hot(expert, E, dtype=jnp.int32)
+            slot_in_expert = ((jnp.cumsum(onehot, 0) - 1) * onehot).sum(-1)
+            slot = jnp.where(slot_in_expert < C, expert * C + slot_in_expert, E * C)  # E*C: dropped
+            token = jnp.repeat(jnp.arange(T), K)
+            routed = jnp.zeros((E * C + 1, D), x.dtype).at[slot].add(x[token])
+            h = jax.nn.gelu(jnp.einsum("ecd,edf->ecf", routed[:-1].reshape(E, C, D), p["w1"]))
+            h = jnp.einsum("ecf,efd->ecd", h, p["w2"]).reshape(E * C, D)
+            h = jnp.concatenate([h, jnp.zeros((1, D), h.dtype)], 0)
+            out = jnp.zeros((T, D), x.dtype).at[token].add(h[slot] * top.reshape(-1, 1))
+            return jnp.mean((out - y) ** 2)
+
+        def step(p, x, y):
+            l, g = jax.value_and_grad(loss)(p, x, y)
+            return jax.tree_util.tree_map(lambda a, b: a - 1e-3 * b, p, g), l
+        p = {"router": S((D, E)), "w1": S((E, D, F)), "w2": S((E, F, D))}
+        return step, (p, S((T, D)), S((T, D)))
+
     return P
 
 
@@ -467,12 +496,14 @@ def programs():
 # on 2 cores, and together they reach what the four HBM rules of issue 38 were
 # found on (tuple tables of a scan's accumulator, async copies, in-place
 # sorts) and the other memory spaces: loops and conds with carries in VMEM,
-# donation, scatter, mixed dtypes, and sharded modules.
+# donation, scatter, mixed dtypes, and sharded modules; and a scatter libtpu
+# offloads to the SparseCore on v5p and v6e (an async op nested in another).
 CI_PROGRAMS = [
     "grad_accum_scan", "cond_in_scan", "fori_dus_donate", "gru_scan_grad",
     "scan_unroll_nested_carry", "odd_dtypes_outputs", "embed_scatter_donate",
     "bf16_mlp_adam_master_donate", "sort_step", "sharded_tp_mlp",
     "sharded_shardmap_psum_donate", "einsum_batched_gather",
+    "moe_topk_dispatch_train_donate",
 ]
 
 
