@@ -488,6 +488,113 @@ def programs():
         p = {"router": S((D, E)), "w1": S((E, D, F)), "w2": S((E, F, D))}
         return step, (p, S((T, D)), S((T, D)))
 
+    # --- 29-32. gradient accumulation and KV-cache decode (issue 38's HBM misses) ----------
+    def transformer_grad_accum(V=4096, D=512, H=8, T=128, L=2, nmb=4, mb=8, scan_layers=True, unroll=1):
+        """A causal transformer LM's step: gradients of 4 microbatches summed in a lax.scan
+        over (tokens, labels, mask, key) (carry: grads, loss sum, correct count; per-step
+        losses out), clipped by global norm, AdamW with (count, mu, nu) state; params and
+        state donated."""
+        Dh = D // H
+
+        def ln(x, g):
+            mu = x.mean(-1, keepdims=True)
+            var = ((x - mu) ** 2).mean(-1, keepdims=True)
+            return (x - mu) * lax.rsqrt(var + 1e-5) * g
+
+        def block(x, w):
+            h = ln(x, w["g1"])
+            q, k, v = [(h @ w[n]).reshape(x.shape[0], T, H, Dh) for n in ("wq", "wk", "wv")]
+            s = jnp.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(Dh)
+            s = jnp.where(jnp.tril(jnp.ones((T, T), bool)), s, -1e9)
+            a = jax.nn.softmax(s, -1)
+            x = x + jnp.einsum("bhqk,bkhd->bqhd", a, v).reshape(x.shape[0], T, D) @ w["wo"]
+            return x + jax.nn.gelu(ln(x, w["g2"]) @ w["w1"]) @ w["w2"]
+
+        def loss(p, batch):
+            toks, labels, m = batch
+            x = p["emb"][toks]
+            if scan_layers:
+                x, _ = lax.scan(lambda x, w: (block(x, w), None), x, p["layers"])
+            else:
+                for i in range(L):
+                    x = block(x, jax.tree_util.tree_map(lambda a: a[i], p["layers"]))
+            logits = ln(x, p["gf"]) @ p["emb"].T
+            ll = jnp.sum(jax.nn.log_softmax(logits) * jax.nn.one_hot(labels, V), -1)
+            return -jnp.sum(ll * m) / jnp.maximum(m.sum(), 1), jnp.sum(jnp.argmax(logits, -1) == labels)
+
+        def step(p, opt, toks, labels, m, key):
+            def body(c, xs):
+                g, ls, acc = c
+                (l, a), gi = jax.value_and_grad(loss, has_aux=True)(p, xs[:3])
+                return (jax.tree_util.tree_map(jnp.add, g, gi), ls + l, acc + a), l
+            zeros = jax.tree_util.tree_map(jnp.zeros_like, p)
+            (g, ls, acc), losses = lax.scan(body, (zeros, jnp.float32(0), jnp.int32(0)),
+                                            (toks, labels, m, jax.random.split(key, nmb)), unroll=unroll)
+            g = jax.tree_util.tree_map(lambda a: a / nmb, g)
+            gn = jnp.sqrt(sum(jnp.sum(a * a) for a in jax.tree_util.tree_leaves(g)))
+            g = jax.tree_util.tree_map(lambda a: a * jnp.minimum(1.0, 1.0 / (gn + 1e-6)), g)
+            count, mu, nu = opt
+            count = count + 1
+            mu = jax.tree_util.tree_map(lambda a, b: 0.9 * a + 0.1 * b, mu, g)
+            nu = jax.tree_util.tree_map(lambda a, b: 0.999 * a + 0.001 * b * b, nu, g)
+            c1, c2 = 1 - 0.9 ** count.astype(jnp.float32), 1 - 0.999 ** count.astype(jnp.float32)
+            p = jax.tree_util.tree_map(
+                lambda w, a, b: w - 1e-3 * ((a / c1) / (jnp.sqrt(b / c2) + 1e-8) + 0.01 * w), p, mu, nu)
+            return p, (count, mu, nu), {"loss": ls / nmb, "acc": acc, "losses": losses}
+        lw = {"g1": (D,), "wq": (D, D), "wk": (D, D), "wv": (D, D), "wo": (D, D), "g2": (D,),
+              "w1": (D, 4 * D), "w2": (4 * D, D)}
+        params = {"emb": S((V, D)), "gf": S((D,)), "layers": {k: S((L,) + s) for k, s in lw.items()}}
+        return step, (params, (S((), jnp.int32), params, params), S((nmb, mb, T), jnp.int32),
+                      S((nmb, mb, T), jnp.int32), S((nmb, mb, T)), S((2,), jnp.uint32))
+
+    @prog("ga_unrolled_big", donate=(0, 1),
+          note="transformer grad accumulation (scan of 4 microbatches, unroll=2; 2 unrolled layers, D=1024, "
+               "vocab 32000): a logits-sized carry whose chunk libtpu keeps through the loop's time holes")
+    def _():
+        return transformer_grad_accum(V=32000, D=1024, T=256, mb=4, scan_layers=False, unroll=2)
+
+    @prog("ga_unrolled_layers", donate=(0, 1),
+          note="transformer grad accumulation (scan of 4 microbatches, unroll=2; 2 unrolled layers, D=512): "
+               "on v5e libtpu leaves 2 HBM slots free that best fit reuses (hlomem 32 KiB short, not explained)")
+    def _():
+        return transformer_grad_accum(scan_layers=False, unroll=2)
+
+    @prog("ga_scan_layers_unroll2", donate=(0, 1),
+          note="transformer grad accumulation (scan of 4 microbatches, unroll=2, over a scan of 2 layers): "
+               "7.7 MB short on v5e without libtpu's loop-span rule, 16 KiB short with it (not explained)")
+    def _():
+        return transformer_grad_accum(scan_layers=True, unroll=2)
+
+    @prog("kv_decode_fori_donate", donate=(1,),
+          note="KV-cache decode of 16 tokens in lax.fori_loop: 4 layers, bf16 stacked (k, v) cache "
+               "dynamic_update_slice'd and donated, B=1; async copy-starts in HBM (all exact on v5p)")
+    def _():
+        Lr, B, H, Tc, Dh, Vv = 4, 1, 8, 256, 64, 1024
+        Dm = H * Dh
+        bf = jnp.bfloat16
+
+        def one(p, cache, tok, pos):
+            kc, vc = cache
+            x = p["emb"][tok]
+            for i in range(Lr):
+                w = jax.tree_util.tree_map(lambda a: a[i], p["layers"])
+                q = (x @ w["wq"]).reshape(B, H, Dh)
+                k1 = lax.dynamic_update_slice(kc[i], (x @ w["wk"]).reshape(B, H, 1, Dh), (0, 0, pos, 0))
+                v1 = lax.dynamic_update_slice(vc[i], (x @ w["wv"]).reshape(B, H, 1, Dh), (0, 0, pos, 0))
+                s = jnp.where(jnp.arange(Tc) <= pos, jnp.einsum("bhd,bhtd->bht", q, k1) / 8.0, -1e9)
+                a = jax.nn.softmax(s.astype(jnp.float32), -1).astype(bf)
+                x = x + jnp.einsum("bht,bhtd->bhd", a, v1).reshape(B, Dm) @ w["wo"]
+                x = x + jax.nn.gelu(x @ w["w1"]) @ w["w2"]
+                kc, vc = kc.at[i].set(k1), vc.at[i].set(v1)
+            return jnp.argmax(x @ p["emb"].T, -1).astype(jnp.int32), (kc, vc)
+
+        def decode(p, cache, tok, pos):
+            return lax.fori_loop(0, 16, lambda i, c: one(p, c[1], c[0], pos + i), (tok, cache))
+        lw = {"wq": (Dm, Dm), "wk": (Dm, Dm), "wv": (Dm, Dm), "wo": (Dm, Dm), "w1": (Dm, 4 * Dm), "w2": (4 * Dm, Dm)}
+        p = {"emb": S((Vv, Dm), bf), "layers": {k: S((Lr,) + s, bf) for k, s in lw.items()}}
+        cache = (S((Lr, B, H, Tc, Dh), bf), S((Lr, B, H, Tc, Dh), bf))
+        return decode, (p, cache, S((B,), jnp.int32), S((), jnp.int32))
+
     return P
 
 

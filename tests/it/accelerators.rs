@@ -543,3 +543,26 @@ fn tpu_vmem_limit_without_the_chip() {
     assert_eq!(spaces[1], (1, 117_440_512, false));
     assert_eq!(total, 220_885_036);
 }
+
+/// `tests/tpu_loop_span/module.txt` read alone as v5e: libtpu keeps a
+/// loop-carried buffer's HBM chunk through the time holes between its values
+/// (a 125 MiB scan carry here), which XLA's own packing would reuse; HBM is
+/// XLA's figure, and exact (it was one 16 KiB slot short with the holes).
+#[test]
+fn tpu_hbm_loop_span() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tpu_loop_span/module.txt");
+    let options = hlomem::AnalyzeOptions {
+        tpu_version: Some(TpuVersion::V5e),
+        ..Default::default()
+    };
+    let report = hlomem::analyze_paths(std::slice::from_ref(&path), options);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let hbm = report.modules[0]
+        .memory
+        .by_space
+        .iter()
+        .find(|s| s.color == 0)
+        .map(|s| (s.bytes, s.exact));
+    // XLA's `-buffer-assignment.txt` (tests/tpu_loop_span/README.md).
+    assert_eq!(hbm, Some((1_431_826_944, true)));
+}

@@ -91,6 +91,27 @@ struct Group {
     end: u64,
 }
 
+impl Group {
+    /// The group as libtpu's start-order packing sees it: one interval from
+    /// its first start to its last end. A loop-carried buffer's values (the
+    /// loop's operand, the body's parameter and result, the loop's output)
+    /// leave time holes between them that XLA's own packing lets another
+    /// buffer take; libtpu keeps the chunk through them (notes §4.5). Only
+    /// what `pack` reads is kept (not the members).
+    fn spanned(&self) -> Group {
+        let start = self.intervals.first().map_or(self.own.0, |i| i.0);
+        Group {
+            leader: self.leader,
+            leader_size: self.leader_size,
+            size: self.size,
+            own: self.own,
+            intervals: vec![(start, self.end)],
+            members: Vec::new(),
+            end: self.end,
+        }
+    }
+}
+
 /// A value's interval in event time, as `HeapSimulator::RunComputation`
 /// replays it: `start` when it is allocated or shares a chunk, `end` when freed.
 struct Interval {
@@ -264,7 +285,10 @@ pub fn simulate(
             // with XLA's default when the space's total passes its limit;
             // both packings are made here, the assignment picks.
             let (start, (best, (spatial, temporal))) = rayon::join(
-                || pack(&groups, alignment, Order::Start),
+                || {
+                    let spanned: Vec<Group> = groups.iter().map(Group::spanned).collect();
+                    pack(&spanned, alignment, Order::Start)
+                },
                 best_of_size_and_time,
             );
             let differ = spatial != start.0 || temporal != start.0;
