@@ -555,13 +555,13 @@ def programs():
 
     @prog("ga_unrolled_layers", donate=(0, 1),
           note="transformer grad accumulation (scan of 4 microbatches, unroll=2; 2 unrolled layers, D=512): "
-               "on v5e libtpu leaves 2 HBM slots free that best fit reuses (hlomem 32 KiB short, not explained)")
+               "on v5e two 16 KiB slots scalars left take no async copy destination (libtpu's capped gaps)")
     def _():
         return transformer_grad_accum(scan_layers=False, unroll=2)
 
     @prog("ga_scan_layers_unroll2", donate=(0, 1),
           note="transformer grad accumulation (scan of 4 microbatches, unroll=2, over a scan of 2 layers): "
-               "7.7 MB short on v5e without libtpu's loop-span rule, 16 KiB short with it (not explained)")
+               "on v5e needs both of libtpu's start-order rules (loop span, capped gaps)")
     def _():
         return transformer_grad_accum(scan_layers=True, unroll=2)
 

@@ -1,7 +1,9 @@
 //! Best-fit packing of the heap simulator's groups, as
 //! `GlobalDecreasingSizeBestFitHeap` places them: in a given order, each group
 //! goes into the smallest free gap among the chunks alive at the same time
-//! (the lowest such gap on a tie), or above them all.
+//! (the lowest such gap on a tie), or above them all. In start order
+//! (libtpu's HBM) a gap that held chunks before fits a group only below their
+//! highest end ([`Scan`]'s `capped`), so that scan runs without AVX2.
 //!
 //! The work is quadratic by nature: in a training step most activations live
 //! from the forward pass into the backward pass, so a group is alive with
@@ -134,6 +136,8 @@ struct Placement<W> {
     offsets: Vec<W>,
     /// Where the next chunk may start: the end, aligned.
     aligned_ends: Vec<W>,
+    /// Each chunk's end in bytes, not aligned (read by the start-order scan only).
+    raw_ends: Vec<u64>,
 }
 
 impl<W: Word> Placement<W> {
@@ -144,6 +148,7 @@ impl<W: Word> Placement<W> {
             ends: Vec::new(),
             offsets: Vec::new(),
             aligned_ends: Vec::new(),
+            raw_ends: Vec::new(),
         }
     }
 
@@ -175,7 +180,7 @@ impl<W: Word> Placement<W> {
     /// Every column shifts by the group's entries at once: inserting is a
     /// quarter of the packing's time on a 192-layer training step, and
     /// quadratic like the scans.
-    fn insert(&mut self, group: &Group, offset: u64, aligned_end: u64) -> Option<()> {
+    fn insert(&mut self, group: &Group, offset: u64, aligned_end: u64, raw_end: u64) -> Option<()> {
         let word = |x: u64| (x < W::LIMIT).then(|| W::try_from(x).ok()).flatten();
         let (offset_w, aligned_end_w) = (word(offset)?, word(aligned_end)?);
         let starts: Vec<W> = group
@@ -196,6 +201,8 @@ impl<W: Word> Placement<W> {
             .splice(at..at, std::iter::repeat_n(offset_w, k));
         self.aligned_ends
             .splice(at..at, std::iter::repeat_n(aligned_end_w, k));
+        self.raw_ends
+            .splice(at..at, std::iter::repeat_n(raw_end, k));
         Some(())
     }
 }
@@ -208,27 +215,86 @@ struct Scan<'g> {
     offset: u64,
     /// The best gap so far: (offset in units, free bytes).
     best: Option<(u64, u64)>,
+    /// libtpu's start-order packing: a gap that held chunks before (placed
+    /// earlier, not alive with the group) takes the group only up to the
+    /// last of their unaligned ends, though it is ranked by its whole size.
+    capped: bool,
+    /// The chunks not alive with the group that start in the current gap (at
+    /// or above `offset`): the highest unaligned end, in bytes, of those below
+    /// the last offset seen among them, that offset, and the highest end of
+    /// those at it (a chunk at the gap's upper bound does not cap it).
+    dead: Option<Dead>,
+}
+
+#[derive(Clone, Copy)]
+struct Dead {
+    below: Option<u64>,
+    last: u64,
+    at_last: u64,
+}
+
+impl Dead {
+    fn add(dead: Option<Dead>, at: u64, end: u64) -> Dead {
+        match dead {
+            None => Dead {
+                below: None,
+                last: at,
+                at_last: end,
+            },
+            Some(d) if d.last == at => Dead {
+                at_last: d.at_last.max(end),
+                ..d
+            },
+            Some(d) => Dead {
+                below: Some(d.below.map_or(d.at_last, |b| b.max(d.at_last))),
+                last: at,
+                at_last: end,
+            },
+        }
+    }
+
+    /// The highest end among those that start below `at`.
+    fn end_below(dead: Option<Dead>, at: u64) -> Option<u64> {
+        let d = dead?;
+        if d.last < at {
+            Some(d.below.map_or(d.at_last, |b| b.max(d.at_last)))
+        } else {
+            d.below
+        }
+    }
 }
 
 impl Scan<'_> {
     /// Chunk `i`, exactly; `true` at an exact fit (no gap fits tighter, and
     /// ties go to the lowest offset, so the scan is over).
     fn step<W: Word>(&mut self, placement: &Placement<W>, i: usize) -> bool {
+        let at = placement.offsets[i].into();
         if !placement.meets(i, self.group) {
+            if self.capped && at >= self.offset {
+                self.dead = Some(Dead::add(self.dead, at, placement.raw_ends[i]));
+            }
             return false;
         }
-        let at = placement.offsets[i].into();
         if at > self.offset {
             // Below 2^64: the units times the unit are bytes of a u64 offset.
             let free = (at - self.offset) * placement.unit;
-            if free >= self.group.size && self.best.is_none_or(|(_, s)| free < s) {
+            let usable = Dead::end_below(self.dead, at).map_or(free, |end| {
+                (at * placement.unit)
+                    .min(end)
+                    .saturating_sub(self.offset * placement.unit)
+            });
+            if usable >= self.group.size && self.best.is_none_or(|(_, s)| free < s) {
                 self.best = Some((self.offset, free));
                 if free == self.group.size {
                     return true;
                 }
             }
         }
-        self.offset = self.offset.max(placement.aligned_ends[i].into());
+        let end = placement.aligned_ends[i].into();
+        if end > self.offset {
+            self.offset = end;
+            self.dead = None;
+        }
         false
     }
 }
@@ -262,14 +328,20 @@ fn clear_run<W: Word>(
     i: usize,
     spans: &[(u64, u64)],
     offset: &mut u64,
+    capped: bool,
 ) -> usize {
+    // The capped scan must see every chunk at or above the occupied end, the
+    // ones not alive with the group too: only the scalar pass stops there.
+    if capped {
+        return clear_run_scalar(placement, i, spans, offset, true);
+    }
     #[cfg(target_arch = "x86_64")]
     if vector {
         // SAFETY: `vector` is set only where `Kernel::detect` found AVX2.
         return unsafe { W::clear_run_avx2(placement, i, spans, offset) };
     }
     let _ = vector; // read only on x86-64
-    clear_run_scalar(placement, i, spans, offset)
+    clear_run_scalar(placement, i, spans, offset, false)
 }
 
 fn clear_run_scalar<W: Word>(
@@ -277,6 +349,7 @@ fn clear_run_scalar<W: Word>(
     mut i: usize,
     spans: &[(u64, u64)],
     offset: &mut u64,
+    capped: bool,
 ) -> usize {
     let [starts, ends, offsets, aligned_ends] = placement.columns();
     let n = placement.len();
@@ -285,7 +358,8 @@ fn clear_run_scalar<W: Word>(
         // Stops also at a chunk that is not alive (the exact step passes it):
         // a branch on `alive` here would be mispredicted on every other chunk
         // (LLVM splits `alive & above` into two branches).
-        if offsets[i].into() > running {
+        let at = offsets[i].into();
+        if at > running || (capped && at == running) {
             break;
         }
         let (s, e) = (starts[i].into(), ends[i].into());
@@ -309,6 +383,7 @@ pub(super) enum Order {
     Spatial,
     Temporal,
     /// By the leader's start: in event time no two groups start together.
+    /// libtpu's HBM packing, whose gaps are also capped (`Scan::capped`).
     Start,
 }
 
@@ -359,13 +434,22 @@ fn pack_with(
     // With a unit below 2^32, an aligned end that saturated at 2^64 bytes
     // (the pipeline refuses such modules) never fits in 32 bits of units, so
     // the packing falls back to bytes and saturates exactly as before.
+    let capped = matches!(order, Order::Start);
     let narrow = width == Width::Narrow && alignment < 1 << 32;
     narrow
-        .then(|| place::<u32>(groups, &sorted, alignment.max(1), alignment, kernel))
+        .then(|| {
+            place::<u32>(
+                groups,
+                &sorted,
+                (alignment.max(1), alignment),
+                kernel,
+                capped,
+            )
+        })
         .flatten()
         // In bytes: unit 1, and the alignment saturates as it always did.
         .unwrap_or_else(|| {
-            place::<u64>(groups, &sorted, 1, alignment, kernel).expect("every u64 fits")
+            place::<u64>(groups, &sorted, (1, alignment), kernel, capped).expect("every u64 fits")
         })
 }
 
@@ -375,11 +459,11 @@ fn pack_with(
 fn place<W: Word>(
     groups: &[Group],
     sorted: &[usize],
-    unit: u64,
-    alignment: u64,
+    (unit, alignment): (u64, u64),
     kernel: Kernel,
+    capped: bool,
 ) -> Option<(u64, Vec<u64>)> {
-    let vector = kernel != Kernel::Scalar && W::vector_exact(groups, alignment);
+    let vector = !capped && kernel != Kernel::Scalar && W::vector_exact(groups, alignment);
     let width = if vector { W::LANES } else { 1 };
     let align = |x: u64| match alignment {
         0 | 1 => x,
@@ -402,11 +486,20 @@ fn place<W: Word>(
             group,
             offset: 0,
             best: None,
+            capped,
+            dead: None,
         };
         let n = placement.len();
         let mut i = 0;
         'scan: while i < n {
-            i = clear_run(vector, &placement, i, &group.intervals, &mut scan.offset);
+            i = clear_run(
+                vector,
+                &placement,
+                i,
+                &group.intervals,
+                &mut scan.offset,
+                capped,
+            );
             let stop = (i + width).min(n);
             while i < stop {
                 if scan.step(&placement, i) {
@@ -420,7 +513,12 @@ fn place<W: Word>(
         offsets[g] = chosen;
         heap_size = heap_size.max(chosen.saturating_add(group.size));
         let aligned_end = align(chosen.saturating_add(group.size)) / unit;
-        placement.insert(group, chosen / unit, aligned_end)?;
+        placement.insert(
+            group,
+            chosen / unit,
+            aligned_end,
+            chosen.saturating_add(group.size),
+        )?;
     }
     Some((heap_size, offsets))
 }
@@ -469,18 +567,29 @@ mod tests {
                     .iter()
                     .any(|a| other.intervals.iter().any(|b| a.0 <= b.1 && b.0 <= a.1))
             };
+            let capped = matches!(order, Order::Start);
             let (mut best, mut offset): (Option<(u64, u64)>, u64) = (None, 0);
+            let mut dead: Vec<(u64, u64)> = Vec::new();
             for &(p_offset, p_size, p) in &placed {
                 if !meets(&groups[p]) {
+                    if capped && p_offset >= offset {
+                        dead.push((p_offset, p_offset + p_size));
+                    }
                     continue;
                 }
                 if p_offset > offset {
                     let free = p_offset - offset;
-                    if free >= group.size && best.is_none_or(|(_, s)| free < s) {
+                    let dead_end = dead.iter().filter(|d| d.0 < p_offset).map(|d| d.1).max();
+                    let usable = dead_end.map_or(free, |e| p_offset.min(e).saturating_sub(offset));
+                    if usable >= group.size && best.is_none_or(|(_, s)| free < s) {
                         best = Some((offset, free));
                     }
                 }
-                offset = offset.max(align(p_offset.saturating_add(p_size)));
+                let end = align(p_offset.saturating_add(p_size));
+                if end > offset {
+                    offset = end;
+                    dead.clear();
+                }
             }
             let chosen = best.map_or(offset, |(o, _)| o);
             offsets[g] = chosen;
