@@ -106,20 +106,6 @@ pub struct ChipFigures {
     pub live_peak_bytes: u64,
 }
 
-impl ChipFigures {
-    fn of(totals: &Totals) -> ChipFigures {
-        ChipFigures {
-            argument_bytes: totals.argument_bytes,
-            output_bytes: totals.output_bytes,
-            alias_bytes: totals.alias_bytes,
-            temp_bytes: totals.temp_bytes,
-            device_bytes: totals.device_bytes,
-            total_bytes: totals.total_bytes,
-            live_peak_bytes: totals.live_peak_bytes,
-        }
-    }
-}
-
 impl Totals {
     /// Whether the figure `of` reads would be another on the other chips
     /// (the chip being assumed): then it is "about".
@@ -130,7 +116,15 @@ impl Totals {
 
     /// The figures that depend on the chip, as this module's.
     pub fn figures(&self) -> ChipFigures {
-        ChipFigures::of(self)
+        ChipFigures {
+            argument_bytes: self.argument_bytes,
+            output_bytes: self.output_bytes,
+            alias_bytes: self.alias_bytes,
+            temp_bytes: self.temp_bytes,
+            device_bytes: self.device_bytes,
+            total_bytes: self.total_bytes,
+            live_peak_bytes: self.live_peak_bytes,
+        }
     }
 
     /// When the chip is assumed: the assumed chips, the other chips, and
@@ -259,7 +253,7 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
             let as_other = target
                 .clone()
                 .with_tpu_version(Some((stand_in, crate::chip::ChipSource::Assumed)));
-            let other_figures = ChipFigures::of(&model_of(module, &as_other, aliases).totals);
+            let other_figures = model_of(module, &as_other, aliases).totals.figures();
             model.totals.device_estimates.insert(
                 0,
                 DeviceEstimate::ChipAssumed {
