@@ -247,7 +247,7 @@ pub struct Device {
     /// TPU, partitions x hosts x GPUs per host on GPU (`1x1x4`).
     pub topology: String,
     /// GPU: the shipped config's file in `python/hlomem/targets/` when the
-    /// target is one of [`GPUS`].
+    /// target is one of the shipped GPU configs (`GPUS`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shipped_config: Option<&'static str>,
     /// GPU: the config file read, when it was a path.

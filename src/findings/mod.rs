@@ -36,7 +36,7 @@ pub struct Rule {
     pub doc: &'static str,
 }
 
-/// Every rule, in code order, from the one list in [`rules!`].
+/// Every rule, in code order, from the one list in the `rules!` macro.
 pub const CODES: &[Rule] = &RULES;
 
 /// The rules and the evidence each finds, written once: a row gives the

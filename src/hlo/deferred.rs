@@ -246,7 +246,7 @@ impl Deferred {
     /// its lines (its root and what the root reads), so the rest is never
     /// parsed. A line that does not parse, or names an operand the body does
     /// not define, makes the whole body parse: its error is then the one a
-    /// full read reports ([`Deferred::first_error`]), and the line reads as
+    /// full read reports (`Deferred::first_error`), and the line reads as
     /// an empty tuple.
     pub fn line<M: ModuleView + ?Sized>(&self, module: &M, k: BodyId, i: BodyLine) -> &LineRead {
         self.reads(k)[i.0 as usize].read.get_or_init(|| {

@@ -15,7 +15,7 @@ use crate::source::Span;
 
 /// An instruction: one of the module's arena (read at load, or added by a
 /// what-if view), or a line of a fusion body parsed on demand
-/// ([`super::deferred`]). Which one is [`InstrId::place`]; the representation
+/// (`hlo::deferred`). Which one is [`InstrId::place`]; the representation
 /// is this file's alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct InstrId(u32);
@@ -164,7 +164,7 @@ pub struct Computation {
 
 #[derive(Debug, Clone)]
 pub struct Instruction {
-    /// Read it through [`Module::instr_name`] (or [`Name::as_str`]).
+    /// Read it through [`crate::hlo::Module::instr_name`] (or [`Name::as_str`]).
     pub name: Name,
     pub opcode: Opcode,
     /// Shared by the instructions whose shapes are spelled the same: big
@@ -179,15 +179,15 @@ pub struct Instruction {
     /// `index=N` of `get-tuple-element`.
     pub tuple_index: Option<u64>,
     /// `custom_call_target="..."`, between the quotes: read it through
-    /// [`Module::custom_call_target`].
+    /// [`crate::hlo::Module::custom_call_target`].
     pub custom_call_target: Option<Span>,
-    /// `kind=kLoop` of a fusion: read it through [`Module::fusion_kind`].
+    /// `kind=kLoop` of a fusion: read it through [`crate::hlo::Module::fusion_kind`].
     pub fusion_kind: Option<Span>,
     /// `output_to_operand_aliasing={...}` (custom-call, fusion, async-start).
     pub output_to_operand_aliasing: Box<[OperandAlias]>,
     pub control_predecessors: Box<[InstrId]>,
     /// The `{...}` of `metadata={...}` (empty without one); its fields come from
-    /// [`Module::metadata`].
+    /// [`crate::hlo::Module::metadata`].
     pub metadata: Span,
     /// Every other attribute, raw.
     pub attributes: Box<[Attribute]>,

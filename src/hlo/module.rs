@@ -13,7 +13,7 @@ use crate::source::{SourceFile, Span};
 
 /// A parsed HLO module.
 ///
-/// Fused computations' bodies are not in [`Module::instructions`]: they are
+/// Fused computations' bodies are not in `Module::instructions`: they are
 /// parsed when an analysis first reads them ([`Module::comp`], [`Module::instr`]),
 /// so a module costs what its entry and control flow cost.
 #[derive(Debug, Clone)]
