@@ -10,6 +10,7 @@ the paths that recurse or loop over everything: nested calls and while bodies,
 long chains, one value read by thousands, a concatenate of 100,000 operands.
 The HLO ones reach 1.3 MB, the others stay under 1 MB (run.sh raises -max_len to fit).
 """
+
 import os
 import sys
 
@@ -24,50 +25,95 @@ def hlo(out):
     lines = ["HloModule nested_calls, entry_computation_layout={(f32[4]{0})->f32[4]{0}}", ""]
     lines += ["c0 {", "  p = f32[4]{0} parameter(0)", "  ROOT n = f32[4]{0} negate(p)", "}", ""]
     for i in range(1, DEPTH):
-        lines += [f"c{i} {{", "  p = f32[4]{0} parameter(0)",
-                  f"  ROOT r = f32[4]{{0}} call(p), to_apply=c{i - 1}", "}", ""]
-    lines += ["ENTRY main {", "  p = f32[4]{0} parameter(0)",
-              f"  ROOT r = f32[4]{{0}} call(p), to_apply=c{DEPTH - 1}", "}"]
+        lines += [
+            f"c{i} {{",
+            "  p = f32[4]{0} parameter(0)",
+            f"  ROOT r = f32[4]{{0}} call(p), to_apply=c{i - 1}",
+            "}",
+            "",
+        ]
+    lines += [
+        "ENTRY main {",
+        "  p = f32[4]{0} parameter(0)",
+        f"  ROOT r = f32[4]{{0}} call(p), to_apply=c{DEPTH - 1}",
+        "}",
+    ]
     write(out, "gen_nested_calls.txt", lines)
 
     # 3,000 while bodies, each running a while over the one before.
     t = "(f32[4]{0})"
     lines = [f"HloModule nested_whiles, entry_computation_layout={{({t})->{t}}}", ""]
     lines += ["cond {", f"  p = {t} parameter(0)", "  ROOT f = pred[] constant(false)", "}", ""]
-    lines += ["b0 {", f"  p = {t} parameter(0)", "  g = f32[4]{0} get-tuple-element(p), index=0",
-              "  n = f32[4]{0} negate(g)", f"  ROOT t = {t} tuple(n)", "}", ""]
+    lines += [
+        "b0 {",
+        f"  p = {t} parameter(0)",
+        "  g = f32[4]{0} get-tuple-element(p), index=0",
+        "  n = f32[4]{0} negate(g)",
+        f"  ROOT t = {t} tuple(n)",
+        "}",
+        "",
+    ]
     for i in range(1, DEPTH):
-        lines += [f"b{i} {{", f"  p = {t} parameter(0)",
-                  f"  ROOT w = {t} while(p), condition=cond, body=b{i - 1}", "}", ""]
-    lines += ["ENTRY main {", f"  p = {t} parameter(0)",
-              f"  ROOT w = {t} while(p), condition=cond, body=b{DEPTH - 1}", "}"]
+        lines += [
+            f"b{i} {{",
+            f"  p = {t} parameter(0)",
+            f"  ROOT w = {t} while(p), condition=cond, body=b{i - 1}",
+            "}",
+            "",
+        ]
+    lines += [
+        "ENTRY main {",
+        f"  p = {t} parameter(0)",
+        f"  ROOT w = {t} while(p), condition=cond, body=b{DEPTH - 1}",
+        "}",
+    ]
     write(out, "gen_nested_whiles.txt", lines)
 
     # A scheduled chain of 20,000 instructions, each reading the one before.
-    lines = ["HloModule chain, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}", "",
-             "ENTRY main {", "  v0 = f32[16]{0} parameter(0)"]
+    lines = [
+        "HloModule chain, is_scheduled=true, entry_computation_layout={(f32[16]{0})->f32[16]{0}}",
+        "",
+        "ENTRY main {",
+        "  v0 = f32[16]{0} parameter(0)",
+    ]
     lines += [f"  v{i} = f32[16]{{0}} negate(v{i - 1})" for i in range(1, WIDTH)]
     lines += [f"  ROOT r = f32[16]{{0}} negate(v{WIDTH - 1})", "}"]
     write(out, "gen_chain.txt", lines)
 
     # 20,000 instructions reading one value, all live until a 20,000-element tuple.
     shape = "(" + ", ".join(["f32[16]{0}"] * WIDTH) + ")"
-    lines = [f"HloModule fanout, is_scheduled=true, entry_computation_layout={{(f32[16]{{0}})->{shape}}}", "",
-             "ENTRY main {", "  v = f32[16]{0} parameter(0)"]
+    lines = [
+        f"HloModule fanout, is_scheduled=true, entry_computation_layout={{(f32[16]{{0}})->{shape}}}",
+        "",
+        "ENTRY main {",
+        "  v = f32[16]{0} parameter(0)",
+    ]
     lines += [f"  r{i} = f32[16]{{0}} negate(v)" for i in range(WIDTH)]
     lines += [f"  ROOT t = {shape} tuple(" + ", ".join(f"r{i}" for i in range(WIDTH)) + ")", "}"]
     write(out, "gen_fanout.txt", lines)
 
     # One concatenate of 100,000 operands.
-    lines = [f"HloModule concat, is_scheduled=true, entry_computation_layout={{(f32[1]{{0}})->f32[{CONCAT}]{{0}}}}", "",
-             "ENTRY main {", "  p = f32[1]{0} parameter(0)",
-             f"  ROOT c = f32[{CONCAT}]{{0}} concatenate(" + ", ".join(["p"] * CONCAT) + "), dimensions={0}", "}"]
+    lines = [
+        f"HloModule concat, is_scheduled=true, entry_computation_layout={{(f32[1]{{0}})->f32[{CONCAT}]{{0}}}}",
+        "",
+        "ENTRY main {",
+        "  p = f32[1]{0} parameter(0)",
+        f"  ROOT c = f32[{CONCAT}]{{0}} concatenate("
+        + ", ".join(["p"] * CONCAT)
+        + "), dimensions={0}",
+        "}",
+    ]
     write(out, "gen_concat.txt", lines)
 
     # A parameter whose shape is a tuple nested 3,000 deep.
     shape = "(" * DEPTH + "f32[4]{0}" + ")" * DEPTH
-    lines = [f"HloModule nested_tuple, entry_computation_layout={{({shape})->{shape}}}", "",
-             "ENTRY main {", f"  ROOT p = {shape} parameter(0)", "}"]
+    lines = [
+        f"HloModule nested_tuple, entry_computation_layout={{({shape})->{shape}}}",
+        "",
+        "ENTRY main {",
+        f"  ROOT p = {shape} parameter(0)",
+        "}",
+    ]
     write(out, "gen_nested_tuple.txt", lines)
 
 
@@ -77,13 +123,20 @@ def xla_report(out):
     n = REPORT_WIDTH
     ba = ["BufferAssignment:"]
     for i in range(n):
-        ba += [f"allocation {i}: size 64, maybe-live-out:",
-               f" value: <{i} v{i} @0> (size=64,offset=0): f32[16]{{0}}"]
+        ba += [
+            f"allocation {i}: size 64, maybe-live-out:",
+            f" value: <{i} v{i} @0> (size=64,offset=0): f32[16]{{0}}",
+        ]
     values = ["", f"Total bytes used: {64 * n} (0.01MiB)", "", "Used values:"]
     for i in range(n):
-        values += [f"<{i} v{i} @0>", " positions:", f"  v{i}", " uses:",
-                   f"  v{i + 1}, operand 0" if i + 1 < n else "  (none)",
-                   f" from instruction: %v{i} = f32[16]{{0}} negate(%v{max(i - 1, 0)})"]
+        values += [
+            f"<{i} v{i} @0>",
+            " positions:",
+            f"  v{i}",
+            " uses:",
+            f"  v{i + 1}, operand 0" if i + 1 < n else "  (none)",
+            f" from instruction: %v{i} = f32[16]{{0}} negate(%v{max(i - 1, 0)})",
+        ]
     lr = [f"HloLiveRange (max {n}):", "  InstructionSequence:"]
     lr += [f"    {i}:v{i}" for i in range(n)]
     lr += ["  BufferLiveRange:"]
@@ -97,26 +150,53 @@ def xla_report(out):
 
 def oom_message(out):
     # The GPU block with 2,000 peak buffers.
-    lines = ["jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8000000 bytes.",
-             "BufferAssignment OOM Debugging.", "BufferAssignment stats:",
-             "             parameter allocation:   15.26MiB",
-             "                 total allocation:   22.89MiB", "Peak buffers:"]
+    lines = [
+        "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8000000 bytes.",
+        "BufferAssignment OOM Debugging.",
+        "BufferAssignment stats:",
+        "             parameter allocation:   15.26MiB",
+        "                 total allocation:   22.89MiB",
+        "Peak buffers:",
+    ]
     for i in range(1, REPORT_WIDTH + 1):
-        lines += [f"\tBuffer {i}:", "\t\tSize: 7.63MiB",
-                  f'\t\tOperator: op_name="jit(fn)/op{i}" source_file="m.py" source_line={i}',
-                  "\t\tXLA Label: fusion", "\t\tShape: f64[1000,1000]", "\t\t==========================", ""]
+        lines += [
+            f"\tBuffer {i}:",
+            "\t\tSize: 7.63MiB",
+            f'\t\tOperator: op_name="jit(fn)/op{i}" source_file="m.py" source_line={i}',
+            "\t\tXLA Label: fusion",
+            "\t\tShape: f64[1000,1000]",
+            "\t\t==========================",
+            "",
+        ]
     write(out, "gen_gpu_many_buffers.txt", lines)
 
     # The TPU compile-time report with 2,000 allocations, one of them a tuple nested 3,000 deep.
-    lines = ["jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
-             "Ran out of memory in memory space hbm. Used 40.12G of 30.75G hbm. Exceeded hbm capacity by 9.37G.", "",
-             "Total hbm usage >= 41.37G:", "    reserved          1.25G", "    program          40.12G",
-             "    arguments            0B", "", "  Largest program allocations in hbm:", ""]
+    lines = [
+        (
+            "jaxlib.xla_extension.XlaRuntimeError: RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. "
+            "Ran out of memory in memory space hbm. Used 40.12G of 30.75G hbm. Exceeded hbm capacity by 9.37G."
+        ),
+        "",
+        "Total hbm usage >= 41.37G:",
+        "    reserved          1.25G",
+        "    program          40.12G",
+        "    arguments            0B",
+        "",
+        "  Largest program allocations in hbm:",
+        "",
+    ]
     for i in range(1, REPORT_WIDTH + 1):
         shape = "(" * DEPTH + "f32[8]{0}" + ")" * DEPTH if i == 1 else "f32[32,16]{1,0:T(8,128)}"
-        lines += [f"  {i}. Size: 2.00M", f'     Operator: op_name="jit(f)/op{i}"', f"     Shape: {shape}",
-                  "     Unpadded size: 2.00M", f"     XLA label: fusion.{i} = fusion(param.1), kind=kLoop",
-                  "     Allocation type: HLO temp", "     ==========================", ""]
+        lines += [
+            f"  {i}. Size: 2.00M",
+            f'     Operator: op_name="jit(f)/op{i}"',
+            f"     Shape: {shape}",
+            "     Unpadded size: 2.00M",
+            f"     XLA label: fusion.{i} = fusion(param.1), kind=kLoop",
+            "     Allocation type: HLO temp",
+            "     ==========================",
+            "",
+        ]
     write(out, "gen_tpu_many_allocations.txt", lines)
 
 

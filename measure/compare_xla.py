@@ -33,8 +33,15 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_FILE = (REPO_ROOT.parent / "shared" / "corpus" / "cases" / "big_transformer_48L_unrolled"
-                / "dump" / "module_0000.jit_train_step.cpu_after_optimizations.txt")
+DEFAULT_FILE = (
+    REPO_ROOT.parent
+    / "shared"
+    / "corpus"
+    / "cases"
+    / "big_transformer_48L_unrolled"
+    / "dump"
+    / "module_0000.jit_train_step.cpu_after_optimizations.txt"
+)
 DEFAULT_HLOMEM = REPO_ROOT / "target" / "release" / "hlomem"
 
 # Where different jaxlib versions expose XLA's HLO text parser, newest first.
@@ -76,8 +83,9 @@ def find_xla_parser():
             return resolve(name), name
         except (ImportError, AttributeError) as e:
             tried.append(f"{name}: {e.__class__.__name__}: {e}")
-    sys.exit("no HLO text parser found in the installed jax/jaxlib; tried:\n  "
-             + "\n  ".join(tried))
+    sys.exit(
+        "no HLO text parser found in the installed jax/jaxlib; tried:\n  " + "\n  ".join(tried)
+    )
 
 
 def time_xla(parse, text):
@@ -108,7 +116,9 @@ def run_hlomem(hlomem, path, threads):
     # Python's size, not hlomem's. time's overhead is a fork and an exec.
     timed = [GNU_TIME, "-f", "%M"] + cmd
     t0 = time.perf_counter()
-    proc = subprocess.run(timed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.run(
+        timed, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False
+    )
     elapsed = time.perf_counter() - t0
     stderr = proc.stderr.decode(errors="replace")
     # Exit 1 means "over a budget or findings over a threshold": still a full run.
@@ -120,9 +130,11 @@ def run_hlomem(hlomem, path, threads):
 
 def summary(label, times, size):
     med, best = statistics.median(times), min(times)
-    print(f"  {label:18s} median {med * 1e3:9.1f} ms  min {best * 1e3:9.1f} ms  "
-          f"-> {size / med / 1e6:7.1f} MB/s median, {size / best / 1e6:7.1f} MB/s best"
-          f"  ({len(times)} runs)")
+    print(
+        f"  {label:18s} median {med * 1e3:9.1f} ms  min {best * 1e3:9.1f} ms  "
+        f"-> {size / med / 1e6:7.1f} MB/s median, {size / best / 1e6:7.1f} MB/s best"
+        f"  ({len(times)} runs)"
+    )
     return med
 
 
@@ -158,9 +170,11 @@ def bench_file(path, opts, parse):
         med = summary(f"hlomem {n} thread{'s' if n > 1 else ''}", [t for t, _ in runs], size)
         rss = max(r for _, r in runs)
         target = "" if n == 1 else f" ({verdict(xla / med >= 2)} the target of at least 2)"
-        print(f"    XLA's parse time / hlomem's end-to-end time = {xla / med:.2f}{target}; "
-              f"peak RSS {rss / 1e6:.0f} MB = {rss / size:.1f}x the file "
-              f"({verdict(rss <= 4 * size)} the 4x target)")
+        print(
+            f"    XLA's parse time / hlomem's end-to-end time = {xla / med:.2f}{target}; "
+            f"peak RSS {rss / 1e6:.0f} MB = {rss / size:.1f}x the file "
+            f"({verdict(rss <= 4 * size)} the 4x target)"
+        )
 
 
 def bench_folder(folder, opts):
@@ -172,29 +186,49 @@ def bench_folder(folder, opts):
         run_hlomem(opts.hlomem, folder, 1)
     times = {1: [], 2: []}
     for _ in range(opts.runs):
-        for n in times:
-            times[n].append(run_hlomem(opts.hlomem, folder, n)[0])
+        for n, runs in times.items():
+            runs.append(run_hlomem(opts.hlomem, folder, n)[0])
     one = summary("hlomem 1 thread", times[1], size)
     two = summary("hlomem 2 threads", times[2], size)
-    print(f"    1-thread time / 2-thread time = {one / two:.2f} "
-          f"({verdict(one / two >= 1.8)} the target of at least 1.8)")
+    print(
+        f"    1-thread time / 2-thread time = {one / two:.2f} "
+        f"({verdict(one / two >= 1.8)} the target of at least 1.8)"
+    )
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("files", nargs="*", type=Path, default=[DEFAULT_FILE],
-                    help="HLO text files (default: the 6.6 MB big_transformer_48L_unrolled "
-                         "after-optimizations module in ../shared/corpus)")
+    ap.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        default=[DEFAULT_FILE],
+        help="HLO text files (default: the 6.6 MB big_transformer_48L_unrolled "
+        "after-optimizations module in ../shared/corpus)",
+    )
     ap.add_argument("--runs", type=int, default=5, help="timed runs of each side (default 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed runs first (default 1)")
-    ap.add_argument("--hlomem", type=Path, default=DEFAULT_HLOMEM,
-                    help="hlomem binary (default: target/release/hlomem)")
+    ap.add_argument(
+        "--hlomem",
+        type=Path,
+        default=DEFAULT_HLOMEM,
+        help="hlomem binary (default: target/release/hlomem)",
+    )
     ap.add_argument("--xla-only", action="store_true", help="time only XLA's parser")
-    ap.add_argument("--threads", type=lambda v: [int(x) for x in v.split(",")], default=[1, 2],
-                    help="RAYON_NUM_THREADS values for hlomem, comma-separated (default 1,2)")
-    ap.add_argument("--folder", type=Path, action="append", default=[],
-                    help="also time `hlomem analyze FOLDER` with 1 and 2 threads "
-                         "(measure/make_data.sh makes target/bench-data/folder)")
+    ap.add_argument(
+        "--threads",
+        type=lambda v: [int(x) for x in v.split(",")],
+        default=[1, 2],
+        help="RAYON_NUM_THREADS values for hlomem, comma-separated (default 1,2)",
+    )
+    ap.add_argument(
+        "--folder",
+        type=Path,
+        action="append",
+        default=[],
+        help="also time `hlomem analyze FOLDER` with 1 and 2 threads "
+        "(measure/make_data.sh makes target/bench-data/folder)",
+    )
     opts = ap.parse_args()
     if opts.runs < 1:
         ap.error("--runs must be at least 1")
@@ -202,8 +236,10 @@ def main():
     if not opts.xla_only and not Path(GNU_TIME).is_file():
         sys.exit(f"{GNU_TIME} (GNU time) is needed to measure hlomem's peak RSS: apt install time")
     if not opts.xla_only and not opts.hlomem.is_file():
-        sys.exit(f"{opts.hlomem} not found: run `cargo build --release` first, "
-                 "pass --hlomem PATH, or use --xla-only")
+        sys.exit(
+            f"{opts.hlomem} not found: run `cargo build --release` first, "
+            "pass --hlomem PATH, or use --xla-only"
+        )
     for f in opts.files:
         if not f.is_file():
             sys.exit(f"no such file: {f}")
@@ -211,6 +247,7 @@ def main():
     # Parsing needs no device; keep jax from probing for GPU/TPU plugins.
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     import jaxlib
+
     parse, where = find_xla_parser()
     print(f"XLA parser: {where} (jaxlib {jaxlib.__version__})")
     if not opts.xla_only:

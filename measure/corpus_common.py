@@ -24,7 +24,13 @@ def _total_bytes_used(dump_dir, prefix):
 
 class Recorder:
     def __init__(self, case, family, dump_dir, flags, x64):
-        self.case, self.family, self.dump_dir, self.flags, self.x64 = case, family, dump_dir, flags, x64
+        self.case, self.family, self.dump_dir, self.flags, self.x64 = (
+            case,
+            family,
+            dump_dir,
+            flags,
+            x64,
+        )
         self.modules, self.notes = [], []
         self.t0 = time.time()
 
@@ -32,7 +38,6 @@ class Recorder:
         self.notes.append(s)
 
     def compile(self, label, jitted, *args, donate_argnums=(), description="", expected=""):
-        import jax
         t = time.time()
         lowered = jitted.lower(*args)
         t_lower = time.time() - t
@@ -40,37 +45,59 @@ class Recorder:
         compiled = lowered.compile()
         t_comp = time.time() - t
         ma = compiled.memory_analysis()
-        fields = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                  "temp_size_in_bytes", "generated_code_size_in_bytes", "peak_memory_in_bytes")
+        fields = (
+            "argument_size_in_bytes",
+            "output_size_in_bytes",
+            "alias_size_in_bytes",
+            "temp_size_in_bytes",
+            "generated_code_size_in_bytes",
+            "peak_memory_in_bytes",
+        )
         mad = {k: int(getattr(ma, k)) for k in fields if hasattr(ma, k)}
-        self.modules.append(dict(label=label, donate_argnums=list(donate_argnums),
-                                 description=description, expected_memory_behavior=expected,
-                                 memory_analysis=mad, lower_seconds=round(t_lower, 3),
-                                 compile_seconds=round(t_comp, 3)))
+        self.modules.append(
+            {
+                "label": label,
+                "donate_argnums": list(donate_argnums),
+                "description": description,
+                "expected_memory_behavior": expected,
+                "memory_analysis": mad,
+                "lower_seconds": round(t_lower, 3),
+                "compile_seconds": round(t_comp, 3),
+            }
+        )
         print(f"[{label}] memory_analysis: {mad}", flush=True)
         return compiled
 
     def finish(self):
         import jax
+
         # dump files are written during compile; map each module to its dump prefix
         after = sorted(glob.glob(os.path.join(self.dump_dir, "*after_optimizations.txt")))
         prefixes = sorted({os.path.basename(f).split(".cpu_after")[0] for f in after})
         total = {}
         for p in prefixes:
             tb, fname, line = _total_bytes_used(self.dump_dir, p)
-            total[p] = dict(total_bytes_used=tb, found_in=fname, line=line)
+            total[p] = {"total_bytes_used": tb, "found_in": fname, "line": line}
         mods = self.modules
-        truth = dict(case=self.case, family=self.family, jax_version=jax.__version__,
-                     platform=jax.devices()[0].platform, device_count=jax.device_count(),
-                     x64=bool(jax.config.jax_enable_x64), xla_flags=self.flags,
-                     command="python program.py " + self.case,
-                     memory_analysis=mods[0]["memory_analysis"] if len(mods) == 1 else None,
-                     total_bytes_used=(next(iter(total.values()))["total_bytes_used"]
-                                       if len(total) == 1 else None),
-                     total_bytes_used_by_prefix=total,
-                     after_optimizations_files=after,
-                     modules=mods, notes=self.notes,
-                     wall_seconds=round(time.time() - self.t0, 2))
+        truth = {
+            "case": self.case,
+            "family": self.family,
+            "jax_version": jax.__version__,
+            "platform": jax.devices()[0].platform,
+            "device_count": jax.device_count(),
+            "x64": bool(jax.config.jax_enable_x64),
+            "xla_flags": self.flags,
+            "command": "python program.py " + self.case,
+            "memory_analysis": mods[0]["memory_analysis"] if len(mods) == 1 else None,
+            "total_bytes_used": (
+                next(iter(total.values()))["total_bytes_used"] if len(total) == 1 else None
+            ),
+            "total_bytes_used_by_prefix": total,
+            "after_optimizations_files": after,
+            "modules": mods,
+            "notes": self.notes,
+            "wall_seconds": round(time.time() - self.t0, 2),
+        }
         out = os.path.join(OUT_ROOT, self.case, "truth.json")
         with open(out, "w") as fh:
             json.dump(truth, fh, indent=1)

@@ -17,6 +17,7 @@ gen_holdout.py's CI_PROGRAMS).
 
 usage: python measure/holdout/score.py ROOT [--hlomem target/release/hlomem]
 """
+
 import argparse
 import glob
 import json
@@ -25,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 ap = argparse.ArgumentParser()
 ap.add_argument("root")
@@ -33,12 +35,16 @@ args = ap.parse_args()
 
 ok = total = 0
 for truth_path in sorted(glob.glob(f"{args.root}/*/cases/*/truth.json")):
-    truth = json.load(open(truth_path))
+    truth = json.loads(Path(truth_path).read_text())
     case = os.path.dirname(truth_path)
     if not truth.get("reports"):
         total += 1
-        print("ERR ", os.path.relpath(case, args.root), "no XLA report: the compile failed",
-              (truth.get("stderr_tail") or "")[-300:])
+        print(
+            "ERR ",
+            os.path.relpath(case, args.root),
+            "no XLA report: the compile failed",
+            (truth.get("stderr_tail") or "")[-300:],
+        )
         continue
     for prefix, report in truth.get("reports", {}).items():
         hlo = glob.glob(f"{case}/dump/{prefix}*after_optimizations.txt")
@@ -47,8 +53,12 @@ for truth_path in sorted(glob.glob(f"{args.root}/*/cases/*/truth.json")):
         scratch = tempfile.mkdtemp()
         shutil.copy(hlo[0], f"{scratch}/module.txt")
         chip = ["--tpu", truth["topology"].split(":")[0]] if truth["backend"] == "tpu" else []
-        run = subprocess.run([args.hlomem, "analyze", "--format", "json", f"{scratch}/module.txt"] + chip,
-                             capture_output=True, text=True)
+        run = subprocess.run(
+            [args.hlomem, "analyze", "--format", "json", f"{scratch}/module.txt"] + chip,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         shutil.rmtree(scratch)
         total += 1
         name = f"{os.path.relpath(case, args.root)}:{prefix.split('.')[1]}"
@@ -57,9 +67,16 @@ for truth_path in sorted(glob.glob(f"{args.root}/*/cases/*/truth.json")):
             continue
         memory = json.loads(run.stdout)["modules"][0]["memory"]
         ma = truth["memory_analysis"]
-        want = {"arg": ma["argument_size_in_bytes"], "out": ma["output_size_in_bytes"],
-                "alias": ma["alias_size_in_bytes"]}
-        got = {"arg": memory["argument_bytes"], "out": memory["output_bytes"], "alias": memory["alias_bytes"]}
+        want = {
+            "arg": ma["argument_size_in_bytes"],
+            "out": ma["output_size_in_bytes"],
+            "alias": ma["alias_size_in_bytes"],
+        }
+        got = {
+            "arg": memory["argument_bytes"],
+            "out": memory["output_bytes"],
+            "alias": memory["alias_bytes"],
+        }
         estimates = {}
         if truth["backend"] != "tpu":
             want["temp"], got["temp"] = ma["temp_size_in_bytes"], memory["temp_bytes"]

@@ -15,10 +15,11 @@ import random
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
-from mutate import MUTATIONS  # noqa: E402
-from xla_parser import XlaParser  # noqa: E402
+from mutate import MUTATIONS
+from xla_parser import XlaParser
 
 
 def main() -> int:
@@ -32,7 +33,7 @@ def main() -> int:
     ap.add_argument("--keep", help="folder to keep the accepted-but-refused mutants in")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    texts = {f: open(f).read() for f in args.files}
+    texts = {f: Path(f).read_text() for f in args.files}
     counts: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     shown: collections.Counter[str] = collections.Counter()
     made = 0
@@ -51,9 +52,11 @@ def main() -> int:
             file = os.path.join(tmp, "m.txt")
             with open(file, "w") as f:
                 f.write(mutant)
-            cmd = [args.hlomem, "analyze", file, "--format", "json"] + (["--strict"] if args.strict else [])
+            cmd = [args.hlomem, "analyze", file, "--format", "json"] + (
+                ["--strict"] if args.strict else []
+            )
             try:
-                p = subprocess.run(cmd, capture_output=True, timeout=60)
+                p = subprocess.run(cmd, capture_output=True, timeout=60, check=False)
                 code = p.returncode
             except subprocess.TimeoutExpired:
                 code = "hang"
@@ -67,21 +70,33 @@ def main() -> int:
                 c["wrongly_accepted"] += 1
                 if args.keep:
                     os.makedirs(args.keep, exist_ok=True)
-                    with open(os.path.join(args.keep, f"{kind}.{c['wrongly_accepted']}.txt"), "w") as f:
+                    with open(
+                        os.path.join(args.keep, f"{kind}.{c['wrongly_accepted']}.txt"), "w"
+                    ) as f:
                         f.write(mutant)
                 if shown[kind] < args.show:
                     shown[kind] += 1
                     import difflib
 
-                    diff = [l for l in difflib.unified_diff(texts[path].split("\n"), mutant.split("\n"), lineterm="", n=0) if l[:1] in "+-" and l[:3] not in ("+++", "---")]
+                    diff = [
+                        l
+                        for l in difflib.unified_diff(
+                            texts[path].split("\n"), mutant.split("\n"), lineterm="", n=0
+                        )
+                        if l[:1] in "+-" and l[:3] not in ("+++", "---")
+                    ]
                     print(f"ACCEPTED {kind} {os.path.basename(path)}: {diff[:4]}")
             if not refused and code == 2:
                 c["refused_xla_accepts"] += 1
     total = collections.Counter()
     for kind, c in sorted(counts.items()):
-        print(f"{kind:28} made {c['made']:5}  xla refuses {c['xla_refuses']:5}  hlomem accepts those {c['wrongly_accepted']:4}  hlomem refuses, xla accepts {c['refused_xla_accepts']:4}  crash {c['crash']}")
+        print(
+            f"{kind:28} made {c['made']:5}  xla refuses {c['xla_refuses']:5}  hlomem accepts those {c['wrongly_accepted']:4}  hlomem refuses, xla accepts {c['refused_xla_accepts']:4}  crash {c['crash']}"
+        )
         total.update(c)
-    print(f"{'total':28} made {total['made']:5}  xla refuses {total['xla_refuses']:5}  hlomem accepts those {total['wrongly_accepted']:4}  hlomem refuses, xla accepts {total['refused_xla_accepts']:4}  crash {total['crash']}")
+    print(
+        f"{'total':28} made {total['made']:5}  xla refuses {total['xla_refuses']:5}  hlomem accepts those {total['wrongly_accepted']:4}  hlomem refuses, xla accepts {total['refused_xla_accepts']:4}  crash {total['crash']}"
+    )
     return 1 if total["wrongly_accepted"] or total["crash"] else 0
 
 

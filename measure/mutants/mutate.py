@@ -8,9 +8,10 @@ runs a small fixed one in CI.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
-from typing import Callable, Optional
+from collections.abc import Callable
 
 INSTR = re.compile(r"^(\s+)(ROOT )?(%?[\w.\-]+) = (.*)$")
 HEAD = re.compile(r"^(ENTRY )?(%?[\w.\-]+) (\(.*\) -> .*)?\{$")
@@ -47,7 +48,7 @@ def _uses(line: str, name: str) -> bool:
     return re.search(r"[(, ]%?" + re.escape(bare) + r"[,)]", line.split(" = ", 1)[1]) is not None
 
 
-def _pick(rng: random.Random, items: list[int]) -> Optional[int]:
+def _pick(rng: random.Random, items: list[int]) -> int | None:
     return rng.choice(items) if items else None
 
 
@@ -56,7 +57,7 @@ def _edit_line(
     rng: random.Random,
     matches: Callable[[str], bool],
     edit: Callable[[str], str],
-) -> Optional[str]:
+) -> str | None:
     """One instruction line that `matches`, chosen at random, replaced by
     `edit` of it; None where no line matches."""
     lines = _lines(text)
@@ -67,32 +68,62 @@ def _edit_line(
     return "\n".join(lines)
 
 
-def undefined_operand(text: str, rng: random.Random) -> Optional[str]:
+def undefined_operand(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
-    cands = [i for i in _instructions(lines) if re.search(r"\(%?[\w.\-]+[,)]", lines[i].split(" = ", 1)[1]) and "parameter(" not in lines[i] and "constant(" not in lines[i]]
+    cands = [
+        i
+        for i in _instructions(lines)
+        if re.search(r"\(%?[\w.\-]+[,)]", lines[i].split(" = ", 1)[1])
+        and "parameter(" not in lines[i]
+        and "constant(" not in lines[i]
+    ]
     i = _pick(rng, cands)
     if i is None:
         return None
     head, rest = lines[i].split(" = ", 1)
-    rest = re.sub(r"\((%?)([\w.\-]+)([,)])", lambda m: f"({m.group(1)}undefined.{rng.randrange(10**6)}{m.group(3)}", rest, count=1)
+    rest = re.sub(
+        r"\((%?)([\w.\-]+)([,)])",
+        lambda m: f"({m.group(1)}undefined.{rng.randrange(10**6)}{m.group(3)}",
+        rest,
+        count=1,
+    )
     lines[i] = head + " = " + rest
     return "\n".join(lines)
 
 
-def garbage_line(text: str, rng: random.Random) -> Optional[str]:
+def garbage_line(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
     i = _pick(rng, _instructions(lines))
     if i is None:
         return None
-    junk = rng.choice(["  garbage here", "  %x.1 = = f32[] add()", "  ;;;", "  = f32[2] negate(%a)", "  %y = f32[2]{0} (", "  ROOT"])
+    junk = rng.choice(
+        [
+            "  garbage here",
+            "  %x.1 = = f32[] add()",
+            "  ;;;",
+            "  = f32[2] negate(%a)",
+            "  %y = f32[2]{0} (",
+            "  ROOT",
+        ]
+    )
     lines.insert(i, junk)
     return "\n".join(lines)
 
 
-BINARY = ("add(", "multiply(", "subtract(", "maximum(", "minimum(", "divide(", "compare(", "and(", "or(")
+BINARY = (
+    "add(",
+    "multiply(",
+    "subtract(",
+    "maximum(",
+    "minimum(",
+    "divide(",
+    "compare(",
+    "and(",
+    "or(",
+)
 
 
-def wrong_operand_count(text: str, rng: random.Random) -> Optional[str]:
+def wrong_operand_count(text: str, rng: random.Random) -> str | None:
     return _edit_line(
         text,
         rng,
@@ -106,17 +137,19 @@ def wrong_operand_count(text: str, rng: random.Random) -> Optional[str]:
     )
 
 
-def parameter_out_of_range(text: str, rng: random.Random) -> Optional[str]:
+def parameter_out_of_range(text: str, rng: random.Random) -> str | None:
     more = rng.choice([7, 100])
     return _edit_line(
         text,
         rng,
         lambda l: re.search(r"parameter\(\d+\)", l) is not None,
-        lambda l: re.sub(r"parameter\((\d+)\)", lambda m: f"parameter({int(m.group(1)) + more})", l),
+        lambda l: re.sub(
+            r"parameter\((\d+)\)", lambda m: f"parameter({int(m.group(1)) + more})", l
+        ),
     )
 
 
-def duplicate_parameter_number(text: str, rng: random.Random) -> Optional[str]:
+def duplicate_parameter_number(text: str, rng: random.Random) -> str | None:
     return _edit_line(
         text,
         rng,
@@ -125,7 +158,7 @@ def duplicate_parameter_number(text: str, rng: random.Random) -> Optional[str]:
     )
 
 
-def call_cycle(text: str, rng: random.Random) -> Optional[str]:
+def call_cycle(text: str, rng: random.Random) -> str | None:
     """A fused body (or any callee) calls back into its caller's computation."""
     lines = _lines(text)
     cands = [i for i in _instructions(lines) if re.search(r"calls=%?[\w.\-]+", lines[i])]
@@ -141,12 +174,16 @@ def call_cycle(text: str, rng: random.Random) -> Optional[str]:
     return "\n".join(lines)
 
 
-def use_before_definition(text: str, rng: random.Random) -> Optional[str]:
+def use_before_definition(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
     instr = _instructions(lines)
     pairs = []
-    for a, b in zip(instr, instr[1:]):
-        if b == a + 1 and not lines[b].lstrip().startswith("ROOT") and _uses(lines[b], _name(lines[a])):
+    for a, b in itertools.pairwise(instr):
+        if (
+            b == a + 1
+            and not lines[b].lstrip().startswith("ROOT")
+            and _uses(lines[b], _name(lines[a]))
+        ):
             pairs.append(a)
     a = _pick(rng, pairs)
     if a is None:
@@ -155,10 +192,14 @@ def use_before_definition(text: str, rng: random.Random) -> Optional[str]:
     return "\n".join(lines)
 
 
-def deleted_definition(text: str, rng: random.Random) -> Optional[str]:
+def deleted_definition(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
     instr = _instructions(lines)
-    cands = [i for i in instr if not lines[i].lstrip().startswith("ROOT") and "parameter(" not in lines[i]]
+    cands = [
+        i
+        for i in instr
+        if not lines[i].lstrip().startswith("ROOT") and "parameter(" not in lines[i]
+    ]
     i = _pick(rng, cands)
     if i is None:
         return None
@@ -166,7 +207,7 @@ def deleted_definition(text: str, rng: random.Random) -> Optional[str]:
     return "\n".join(lines)
 
 
-def negative_dimension(text: str, rng: random.Random) -> Optional[str]:
+def negative_dimension(text: str, rng: random.Random) -> str | None:
     return _edit_line(
         text,
         rng,
@@ -175,7 +216,7 @@ def negative_dimension(text: str, rng: random.Random) -> Optional[str]:
     )
 
 
-def unbalanced_attribute(text: str, rng: random.Random) -> Optional[str]:
+def unbalanced_attribute(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
     cands = [i for i in _instructions(lines) if re.search(r", \w+=\{[^{}]*\}", lines[i])]
     i = _pick(rng, cands)
@@ -188,13 +229,16 @@ def unbalanced_attribute(text: str, rng: random.Random) -> Optional[str]:
     return "\n".join(lines)
 
 
-def bad_layout(text: str, rng: random.Random) -> Optional[str]:
+def bad_layout(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
-    cands = [i for i in _instructions(lines) if re.search(r"\]\{[\d,]+\}", lines[i].split(" = ", 1)[1])]
+    cands = [
+        i for i in _instructions(lines) if re.search(r"\]\{[\d,]+\}", lines[i].split(" = ", 1)[1])
+    ]
     i = _pick(rng, cands)
     if i is None:
         return None
     head, rest = lines[i].split(" = ", 1)
+
     def repl(m: re.Match[str]) -> str:
         dims = m.group(1).split(",")
         choice = rng.choice(["seven", "extra", "dup"])
@@ -203,36 +247,60 @@ def bad_layout(text: str, rng: random.Random) -> Optional[str]:
         if choice == "extra":
             return "]{" + ",".join(dims + [str(len(dims))]) + "}"
         return "]{" + ",".join([dims[0]] * max(2, len(dims))) + "}"
+
     rest = re.sub(r"\]\{([\d,]+)\}", repl, rest, count=1)
     lines[i] = head + " = " + rest
     return "\n".join(lines)
 
 
-def signature_contradiction(text: str, rng: random.Random) -> Optional[str]:
+def signature_contradiction(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
     if not lines or "entry_computation_layout={(" not in lines[0]:
         return None
     m = re.search(r"entry_computation_layout=\{\((.*?)\)->", lines[0])
     if not m or not re.search(r"\b(f32|f64|s32|bf16|f16|u32|s8|pred)\[", m.group(1)):
         return None
-    new = re.sub(r"\b(f32|f64|s32|bf16|f16|u32|s8|pred)\[", lambda mm: ("f64[" if mm.group(1) != "f64" else "f32["), m.group(1), count=1)
-    lines[0] = lines[0][: m.start(1)] + new + lines[0][m.end(1):]
+    new = re.sub(
+        r"\b(f32|f64|s32|bf16|f16|u32|s8|pred)\[",
+        lambda mm: "f64[" if mm.group(1) != "f64" else "f32[",
+        m.group(1),
+        count=1,
+    )
+    lines[0] = lines[0][: m.start(1)] + new + lines[0][m.end(1) :]
     return "\n".join(lines)
 
 
-def elementwise_shape(text: str, rng: random.Random) -> Optional[str]:
+def elementwise_shape(text: str, rng: random.Random) -> str | None:
     lines = _lines(text)
     ops = r"(negate|add|multiply|subtract|exponential|tanh|maximum|convert|copy)"
-    cands = [i for i in _instructions(lines) if re.search(r"= \w+\[[\d,]+\]\{[\d,]*\} " + ops + r"\(", lines[i])]
+    cands = [
+        i
+        for i in _instructions(lines)
+        if re.search(r"= \w+\[[\d,]+\]\{[\d,]*\} " + ops + r"\(", lines[i])
+    ]
     i = _pick(rng, cands)
     if i is None:
         return None
-    lines[i] = re.sub(r"= (\w+)\[([\d,]+)\]", lambda m: f"= {m.group(1)}[{m.group(2)},3]", lines[i], count=1)
-    lines[i] = re.sub(r"\]\{([\d,]*)\} ", lambda m: "]{" + ",".join([str(len(m.group(1).split(",")) if m.group(1) else 0)] + ([m.group(1)] if m.group(1) else [])) + "} ", lines[i], count=1)
+    lines[i] = re.sub(
+        r"= (\w+)\[([\d,]+)\]", lambda m: f"= {m.group(1)}[{m.group(2)},3]", lines[i], count=1
+    )
+    lines[i] = re.sub(
+        r"\]\{([\d,]*)\} ",
+        lambda m: (
+            "]{"
+            + ",".join(
+                [str(len(m.group(1).split(",")) if m.group(1) else 0)]
+                + ([m.group(1)] if m.group(1) else [])
+            )
+            + "} "
+        ),
+        lines[i],
+        count=1,
+    )
     return "\n".join(lines)
 
 
-def dtype_change(text: str, rng: random.Random) -> Optional[str]:
+def dtype_change(text: str, rng: random.Random) -> str | None:
     ops = r"(negate|add|multiply|subtract|exponential|tanh|maximum)"
     return _edit_line(
         text,
@@ -242,7 +310,7 @@ def dtype_change(text: str, rng: random.Random) -> Optional[str]:
     )
 
 
-MUTATIONS: dict[str, Callable[[str, random.Random], Optional[str]]] = {
+MUTATIONS: dict[str, Callable[[str, random.Random], str | None]] = {
     f.__name__: f
     for f in (
         undefined_operand,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 import subprocess
 import sys
-from typing import IO, Optional
+from typing import IO
 
 _WORKER = r"""
 import os, struct, sys
@@ -37,7 +37,7 @@ class XlaParser:
     """`refuses(text)`: does XLA's parser refuse this module?"""
 
     def __init__(self) -> None:
-        self._process: Optional[subprocess.Popen[bytes]] = None
+        self._process: subprocess.Popen[bytes] | None = None
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is None or self._process.poll() is not None:

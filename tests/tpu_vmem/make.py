@@ -7,12 +7,20 @@ passed to libtpu (e.g. --xla_tpu_scoped_vmem_limit_kib=32768).
 usage: JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 \
        python make.py v5e:2x2 1024 256 OUT [LIBTPU flags...]
 (jax[tpu] 0.10.2, libtpu 0.0.42.1)"""
-import glob, json, os, re, sys
+
+import glob
+import json
+import os
+import re
+import sys
+from pathlib import Path
 
 topo, width, batch, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 os.environ["XLA_FLAGS"] = f"--xla_dump_to={out} --xla_dump_hlo_as_text"
 if sys.argv[5:]:
     os.environ["LIBTPU_INIT_ARGS"] = " ".join(sys.argv[5:])
+import itertools
+
 import jax
 import jax.numpy as jnp
 from jax.experimental import topologies
@@ -27,7 +35,7 @@ def spec(shape):
 
 
 widths = [width, 4 * width, 4 * width, width]
-params = [{"w": spec((a, b)), "b": spec((b,))} for a, b in zip(widths[:-1], widths[1:])]
+params = [{"w": spec((a, b)), "b": spec((b,))} for a, b in itertools.pairwise(widths)]
 
 
 def step(params, x, y):
@@ -43,11 +51,15 @@ def step(params, x, y):
     return jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads), value
 
 
-jax.jit(step, donate_argnums=(0,)).lower(params, spec((batch, width)), spec((batch, width))).compile()
+jax.jit(step, donate_argnums=(0,)).lower(
+    params, spec((batch, width)), spec((batch, width))
+).compile()
 for report in sorted(glob.glob(f"{out}/*after_optimizations-buffer-assignment.txt")):
     by_color = {}
     # XLA writes no color for the default space (0).
-    for m in re.finditer(r"^allocation \d+: size (\d+)(?:, color (\d+))?", open(report).read(), re.M):
+    for m in re.finditer(
+        r"^allocation \d+: size (\d+)(?:, color (\d+))?", Path(report).read_text(), re.MULTILINE
+    ):
         color = m.group(2) or "0"
         by_color[color] = by_color.get(color, 0) + int(m.group(1))
     print(json.dumps(by_color))
