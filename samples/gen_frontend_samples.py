@@ -52,73 +52,34 @@ KEPT_SUFFIXES = (
 
 # name -> (front-end, description, extra environment)
 CASES = {
-    "tf_add": (
-        "tensorflow",
-        ("@tf.function(jit_compile=True) add(a, b) = a + b on f32[1024,1024]"),
-        {},
-    ),
-    "tf_while": (
-        "tensorflow",
-        (
-            "tf.while_loop of ten x = tanh(x @ w), x and w f32[256,256], in a "
-            "tf.function(jit_compile=True)"
-        ),
-        {},
-    ),
-    "tf_mlp_train": (
-        "tensorflow",
-        (
-            "Keras MLP 256-256-10 training step, batch 64: GradientTape, sparse "
-            "categorical cross-entropy, Adam's apply_gradients (resource variables)"
-        ),
-        {},
-    ),
-    "tf_conv_train": (
-        "tensorflow",
-        (
-            "Keras conv net (Conv2D 8 3x3, max pool, Conv2D 16 3x3, Dense 10) on "
-            "f32[32,28,28,1] training step: GradientTape, SGD with momentum"
-        ),
-        {},
-    ),
-    "pt_add": (
-        "pytorch-xla",
-        ("c = a + b on two f32[1024,1024] XLA tensors, then torch_xla.sync()"),
-        {},
-    ),
-    "pt_add_hlodebug": (
-        "pytorch-xla",
-        (
-            "pt_add run with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 (source lines and aten "
-            "op names in the metadata)"
-        ),
-        {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"},
-    ),
-    "pt_mlp_train": (
-        "pytorch-xla",
-        (
-            "nn.Linear MLP 256-256-10 training step, batch 64: cross-entropy, SGD with "
-            "momentum, torch_xla.sync(); the second step (momentum buffers exist)"
-        ),
-        {},
-    ),
-    "pt_conv_train": (
-        "pytorch-xla",
-        (
-            "conv net (Conv2d 8 3x3, max pool, Conv2d 16 3x3, Linear 10) on "
-            "f32[32,1,28,28] training step: cross-entropy, SGD with momentum, "
-            "torch_xla.sync(); the second step"
-        ),
-        {},
-    ),
-    "pt_compile": (
-        "pytorch-xla",
-        (
-            'torch.compile(backend="openxla") of an MLP 256-512-256 forward pass '
-            "(torch.no_grad), batch 64"
-        ),
-        {},
-    ),
+    "tf_add": ("tensorflow",
+               ("@tf.function(jit_compile=True) add(a, b) = a + b on f32[1024,1024]"), {}),
+    "tf_while": ("tensorflow",
+                 ("tf.while_loop of ten x = tanh(x @ w), x and w f32[256,256], in a "
+                 "tf.function(jit_compile=True)"), {}),
+    "tf_mlp_train": ("tensorflow",
+                     ("Keras MLP 256-256-10 training step, batch 64: GradientTape, sparse "
+                     "categorical cross-entropy, Adam's apply_gradients (resource variables)"), {}),
+    "tf_conv_train": ("tensorflow",
+                      ("Keras conv net (Conv2D 8 3x3, max pool, Conv2D 16 3x3, Dense 10) on "
+                      "f32[32,28,28,1] training step: GradientTape, SGD with momentum"), {}),
+    "pt_add": ("pytorch-xla",
+               ("c = a + b on two f32[1024,1024] XLA tensors, then torch_xla.sync()"),
+               {}),
+    "pt_add_hlodebug": ("pytorch-xla",
+                        ("pt_add run with XLA_IR_DEBUG=1 XLA_HLO_DEBUG=1 (source lines and aten "
+                        "op names in the metadata)"),
+                        {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}),
+    "pt_mlp_train": ("pytorch-xla",
+                     ("nn.Linear MLP 256-256-10 training step, batch 64: cross-entropy, SGD with "
+                     "momentum, torch_xla.sync(); the second step (momentum buffers exist)"), {}),
+    "pt_conv_train": ("pytorch-xla",
+                      ("conv net (Conv2d 8 3x3, max pool, Conv2d 16 3x3, Linear 10) on "
+                      "f32[32,1,28,28] training step: cross-entropy, SGD with momentum, "
+                      "torch_xla.sync(); the second step"), {}),
+    "pt_compile": ("pytorch-xla",
+                   ("torch.compile(backend=\"openxla\") of an MLP 256-512-256 forward pass "
+                   "(torch.no_grad), batch 64"), {}),
 }
 
 
@@ -127,13 +88,11 @@ CASES = {
 # everything before the return is setup, whose modules are not kept.
 # ---------------------------------------------------------------------------
 
-
 def tf_programs(case):
     import keras
     import tensorflow as tf
 
     if case == "tf_add":
-
         @tf.function(jit_compile=True)
         def add(a, b):
             return a + b
@@ -143,7 +102,6 @@ def tf_programs(case):
         return lambda: add(a, b).numpy()
 
     if case == "tf_while":
-
         @tf.function(jit_compile=True)
         def loop(x, w):
             def cond(i, x):
@@ -151,7 +109,6 @@ def tf_programs(case):
 
             def body(i, x):
                 return i + 1, tf.tanh(tf.matmul(x, w))
-
             _, out = tf.while_loop(cond, body, (tf.constant(0), x))
             return out
 
@@ -162,27 +119,19 @@ def tf_programs(case):
     if case in ("tf_mlp_train", "tf_conv_train"):
         keras.utils.set_random_seed(0)
         if case == "tf_mlp_train":
-            model = keras.Sequential(
-                [
-                    keras.Input((256,)),
-                    keras.layers.Dense(256, activation="relu"),
-                    keras.layers.Dense(10),
-                ]
-            )
+            model = keras.Sequential([keras.Input((256,)),
+                                      keras.layers.Dense(256, activation="relu"),
+                                      keras.layers.Dense(10)])
             opt = keras.optimizers.Adam(1e-3)
             x = tf.random.normal([64, 256])
             y = tf.random.uniform([64], 0, 10, dtype=tf.int32)
         else:
-            model = keras.Sequential(
-                [
-                    keras.Input((28, 28, 1)),
-                    keras.layers.Conv2D(8, 3, activation="relu"),
-                    keras.layers.MaxPooling2D(),
-                    keras.layers.Conv2D(16, 3, activation="relu"),
-                    keras.layers.Flatten(),
-                    keras.layers.Dense(10),
-                ]
-            )
+            model = keras.Sequential([keras.Input((28, 28, 1)),
+                                      keras.layers.Conv2D(8, 3, activation="relu"),
+                                      keras.layers.MaxPooling2D(),
+                                      keras.layers.Conv2D(16, 3, activation="relu"),
+                                      keras.layers.Flatten(),
+                                      keras.layers.Dense(10)])
             opt = keras.optimizers.SGD(0.01, momentum=0.9)
             x = tf.random.normal([32, 28, 28, 1])
             y = tf.random.uniform([32], 0, 10, dtype=tf.int32)
@@ -217,7 +166,6 @@ def pt_programs(case):
             c = a + b
             torch_xla.sync()
             return c.cpu()
-
         return step
 
     if case in ("pt_mlp_train", "pt_conv_train"):
@@ -226,15 +174,9 @@ def pt_programs(case):
             x = torch.randn(64, 256)
             y = torch.randint(0, 10, (64,))
         else:
-            model = nn.Sequential(
-                nn.Conv2d(1, 8, 3),
-                nn.ReLU(),
-                nn.MaxPool2d(2),
-                nn.Conv2d(8, 16, 3),
-                nn.ReLU(),
-                nn.Flatten(),
-                nn.Linear(16 * 11 * 11, 10),
-            )
+            model = nn.Sequential(nn.Conv2d(1, 8, 3), nn.ReLU(), nn.MaxPool2d(2),
+                                  nn.Conv2d(8, 16, 3), nn.ReLU(), nn.Flatten(),
+                                  nn.Linear(16 * 11 * 11, 10))
             x = torch.randn(32, 1, 28, 28)
             y = torch.randint(0, 10, (32,))
         model = model.to(dev)
@@ -249,7 +191,6 @@ def pt_programs(case):
             opt.step()
             torch_xla.sync()
             return loss.item()
-
         # The first step makes the momentum buffers: its graph is not the
         # steady one.
         train_step()
@@ -265,7 +206,6 @@ def pt_programs(case):
         def forward():
             with torch.no_grad():
                 return compiled(x).cpu()
-
         return forward
     raise KeyError(case)
 
@@ -273,7 +213,6 @@ def pt_programs(case):
 # ---------------------------------------------------------------------------
 # Parent: one fresh process per case
 # ---------------------------------------------------------------------------
-
 
 def run_case(case, out_dir):
     case_dir = out_dir / case
@@ -292,22 +231,17 @@ def run_case(case, out_dir):
     for k in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG"):
         env.pop(k, None)
     env.update(extra)
-    subprocess.run(
-        [sys.executable, str(SCRIPT), "--child", case, "--out", str(out_dir)],
-        env=env,
-        check=True,
-        cwd=REPO_ROOT,
-    )
+    subprocess.run([sys.executable, str(SCRIPT), "--child", case, "--out", str(out_dir)],
+                   env=env, check=True, cwd=REPO_ROOT)
 
 
 # ---------------------------------------------------------------------------
 # Child: run the program, keep the one module, write truth.json
 # ---------------------------------------------------------------------------
 
-
 def module_prefixes(dump_dir):
     suffix = ".cpu_after_optimizations.txt"
-    return sorted(p.name[: -len(suffix)] for p in dump_dir.iterdir() if p.name.endswith(suffix))
+    return sorted(p.name[:-len(suffix)] for p in dump_dir.iterdir() if p.name.endswith(suffix))
 
 
 def empty(dump_dir):
@@ -322,25 +256,16 @@ def read_xla_reports(dump_dir, prefix):
     """XLA's figures from the module's reports, in the one-file layout of these
     versions (allocations, "Total bytes used:", "Used values:" and the
     HloLiveRange in -buffer-assignment.txt) or the three-file one."""
-
     def text(suffix):
         path = dump_dir / (prefix + ".cpu_after_optimizations" + suffix)
         return path.read_text() if path.exists() else ""
 
-    reports = (
-        text("-buffer-assignment.txt")
-        + text("-buffer-assignment-values.txt")
+    reports = text("-buffer-assignment.txt") + text("-buffer-assignment-values.txt") \
         + text("-live-range.txt")
-    )
     out = {}
-    out["total_bytes_used"] = int(
-        re.search(r"^Total bytes used: (\d+)", reports, re.MULTILINE).group(1)
-    )
-    m = re.search(
-        r"^\s*Live ranges at (\d+) \(peak\):\n((?:\s+.*\(cumulative: \d+ bytes\)\n?)*)",
-        reports,
-        re.MULTILINE,
-    )
+    out["total_bytes_used"] = int(re.search(r"^Total bytes used: (\d+)", reports, re.MULTILINE).group(1))
+    m = re.search(r"^\s*Live ranges at (\d+) \(peak\):\n((?:\s+.*\(cumulative: \d+ bytes\)\n?)*)",
+                  reports, re.MULTILINE)
     if m:
         cumulative = re.findall(r"\(cumulative: (\d+) bytes\)", m.group(2))
         out["live_range_peak_time"] = int(m.group(1))
@@ -348,14 +273,10 @@ def read_xla_reports(dump_dir, prefix):
     usage = text("-memory-usage-report.txt")
     # These versions' report starts with the total; newer ones give one per memory space.
     out["memory_usage_report_total_bytes"] = [
-        int(t) for t in re.findall(r"^Total bytes(?: used)?: (\d+)", usage, re.MULTILINE)
-    ]
+        int(t) for t in re.findall(r"^Total bytes(?: used)?: (\d+)", usage, re.MULTILINE)]
     out["memory_usage_report"] = {
-        f"{name} (color={color})": int(total)
-        for name, color, total in re.findall(
-            r"^Memory Space: (\S+) \(color=(\d+)\)\nTotal bytes: (\d+)", usage, re.MULTILINE
-        )
-    }
+        f"{name} (color={color})": int(total) for name, color, total in re.findall(
+            r"^Memory Space: (\S+) \(color=(\d+)\)\nTotal bytes: (\d+)", usage, re.MULTILINE)}
     by_color = {}
     for size, rest in re.findall(r"^allocation \d+: size (\d+),(.*)$", reports, re.MULTILINE):
         color = re.search(r"\bcolor (\d+)", rest)
@@ -367,7 +288,6 @@ def read_xla_reports(dump_dir, prefix):
 
 def versions(frontend):
     from importlib.metadata import version
-
     names = ["tensorflow-cpu", "keras"] if frontend == "tensorflow" else ["torch", "torch_xla"]
     return {n: version(n) for n in names}
 
@@ -375,17 +295,12 @@ def versions(frontend):
 def child(case, out_dir):
     frontend, description, extra = CASES[case]
     dump_dir = out_dir / case / "dump"
-    assert f"--xla_dump_to={dump_dir}" in os.environ.get("XLA_FLAGS", ""), (
+    assert f"--xla_dump_to={dump_dir}" in os.environ.get("XLA_FLAGS", ""), \
         "run without --child; the parent sets XLA_FLAGS"
-    )
     # This file's code again, under its repository-relative name: the frames
     # torch_xla records then say samples/gen_frontend_samples.py.
     programs = {"__name__": "gen_frontend_samples_programs", "__file__": __file__}
-    code = compile(Path(__file__).read_text(), str(SCRIPT), "exec")
-    exec(  # noqa: S102 (this repository's own file)
-        code,
-        programs,
-    )
+    exec(compile(Path(__file__).read_text(), str(SCRIPT), "exec"), programs)  # noqa: S102
     build = programs["tf_programs" if frontend == "tensorflow" else "pt_programs"]
     step = build(case)
     empty(dump_dir)
@@ -407,17 +322,14 @@ def child(case, out_dir):
         "env": {k: v for k, v in sorted(extra.items())}
         | ({"PJRT_DEVICE": "CPU"} if frontend == "pytorch-xla" else {}),
         "cpu_count": os.cpu_count(),
-        "modules_of_interest": [
-            {
-                "dump_prefix": prefix,
-                "description": description,
-                "after_optimizations_header": after.split("\n", 1)[0],
-                "xla_reported": read_xla_reports(dump_dir, prefix),
-                "files": {
-                    p.name[len(prefix) + 1 :]: p.stat().st_size for p in sorted(dump_dir.iterdir())
-                },
-            }
-        ],
+        "modules_of_interest": [{
+            "dump_prefix": prefix,
+            "description": description,
+            "after_optimizations_header": after.split("\n", 1)[0],
+            "xla_reported": read_xla_reports(dump_dir, prefix),
+            "files": {p.name[len(prefix) + 1:]: p.stat().st_size
+                      for p in sorted(dump_dir.iterdir())},
+        }],
     }
     (out_dir / case / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
 
@@ -426,12 +338,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("cases", nargs="*", help="cases to make (default: all)")
     parser.add_argument("--list", action="store_true", help="list the cases")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=SAMPLES_DIR,
-        help="where the case folders go (default: samples/)",
-    )
+    parser.add_argument("--out", type=Path, default=SAMPLES_DIR,
+                        help="where the case folders go (default: samples/)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     out_dir = args.out.resolve()
