@@ -12,6 +12,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::graph::{CompKind, ModuleGraph};
 use super::lists::Lists;
+use super::phi::PhiGraph;
 use super::sharing;
 use crate::chip::Target;
 use crate::hlo::{CallRole, CompId, InstrId, IoAlias, Module, Opcode, Place, Shape};
@@ -167,6 +168,8 @@ struct Builder<'m> {
     value_of: Vec<Vec<ValueId>>,
     /// Pairs of values that must share a buffer.
     merges: Vec<(ValueId, ValueId)>,
+    /// Phi values and what reaches them, resolved before numbering.
+    phis: PhiGraph,
     evaluated: Vec<bool>,
 }
 
@@ -186,6 +189,7 @@ impl Dataflow {
             values: Vec::new(),
             value_of: vec![Vec::new(); module.instr_count()],
             merges: Vec::new(),
+            phis: PhiGraph::default(),
             evaluated: vec![false; module.comp_count()],
         };
         b.evaluate(module.entry, None);
@@ -436,40 +440,22 @@ impl Builder<'_> {
 
     /// The loop state: the while's result, the condition's and the body's
     /// parameters are phi values of their own (so each has its own live range),
-    /// all in one buffer with the initial value and the body's result. Where
-    /// the body passes an element through unchanged, XLA removes the phi and
-    /// the initial value itself flows through the loop.
+    /// all in one buffer with the initial value and the body's result. Each phi
+    /// is recorded with the values reaching it (init and body root) so that
+    /// [`PhiGraph`] can remove it where the body passes an element through
+    /// unchanged, directly or through loops nested in it.
     fn evaluate_while(&mut self, id: InstrId) -> Vec<ValueId> {
         let module = self.module;
         let init = self.operand_values(id, 0);
-        let body =
-            called(module, id, CallRole::Body).filter(|c| self.graph.kind(*c) == CompKind::Global);
-        let invariant = body.map(|b| invariant_nodes(module, b)).unwrap_or_default();
-        let is_invariant =
-            |node: usize| invariant.get(node).copied().unwrap_or(false) && node < init.len();
-        let nodes = module.instr(id).shape.nodes();
-        let phi_at = |b: &mut Self, instr: InstrId| -> Vec<ValueId> {
-            nodes
-                .iter()
-                .enumerate()
-                .map(|(node, (index, shape))| {
-                    if is_invariant(node) {
-                        init[node]
-                    } else {
-                        b.define(instr, node, index.clone(), shape, true)
-                    }
-                })
-                .collect()
-        };
-        let phis = phi_at(self, id);
+        let phis = self.define_all(id, true);
         let merge_with_phis = |b: &mut Self, values: &[ValueId]| {
-            for (node, (&phi, &v)) in phis.iter().zip(values).enumerate() {
-                if !is_invariant(node) {
-                    b.merges.push((phi, v));
-                }
+            for (&phi, &v) in phis.iter().zip(values) {
+                b.merges.push((phi, v));
             }
         };
         merge_with_phis(self, &init);
+        let mut params = Vec::new();
+        let mut root = None;
         for role in [CallRole::Condition, CallRole::Body] {
             let Some(comp) =
                 called(module, id, role).filter(|c| self.graph.kind(*c) == CompKind::Global)
@@ -483,17 +469,32 @@ impl Builder<'_> {
                 self.evaluate(comp, None);
                 continue;
             };
-            let param_values = phi_at(self, param);
+            let param_values = self.define_all(param, true);
             merge_with_phis(self, &param_values);
-            self.evaluate(comp, Some(vec![param_values]));
+            self.evaluate(comp, Some(vec![param_values.clone()]));
+            params.push(param_values);
             if role == CallRole::Body {
-                let root = self.value_of[module.comp(comp).root.index()].clone();
-                merge_with_phis(self, &root);
+                let values = self.value_of[module.comp(comp).root.index()].clone();
+                merge_with_phis(self, &values);
+                root = Some(values);
+            }
+        }
+        // XLA's inputs: the while's result merges the body's root and the
+        // init; both parameters merge the init and the body's root.
+        let n = phis.len();
+        if let Some(root) = root.filter(|r| r.len() == n && init.len() == n) {
+            for node in 0..n {
+                self.phis.add(phis[node], vec![root[node], init[node]]);
+                for param in params.iter().filter(|p| p.len() == n) {
+                    self.phis.add(param[node], vec![init[node], root[node]]);
+                }
             }
         }
         phis
     }
 
+    /// A conditional's result is a phi of its branches' roots (XLA removes it
+    /// where all branches return one value, as for a while).
     fn evaluate_conditional(&mut self, id: InstrId) -> Vec<ValueId> {
         let module = self.module;
         let phis = self.define_all(id, true);
@@ -504,7 +505,8 @@ impl Builder<'_> {
             .filter(|(r, _)| *r == CallRole::Branch)
             .map(|&(_, c)| c)
             .collect();
-        for (b, comp) in branches.into_iter().enumerate() {
+        let mut roots = Vec::with_capacity(branches.len());
+        for (b, &comp) in branches.iter().enumerate() {
             if self.graph.kind(comp) != CompKind::Global {
                 continue;
             }
@@ -513,6 +515,12 @@ impl Builder<'_> {
             let root = self.value_of[module.comp(comp).root.index()].clone();
             for (&phi, &v) in phis.iter().zip(&root) {
                 self.merges.push((phi, v));
+            }
+            roots.push(root);
+        }
+        if roots.len() == branches.len() && roots.iter().all(|r| r.len() == phis.len()) {
+            for (node, &phi) in phis.iter().enumerate() {
+                self.phis.add(phi, roots.iter().map(|r| r[node]).collect());
             }
         }
         phis
@@ -541,6 +549,18 @@ impl Builder<'_> {
 
     fn finish(mut self) -> Dataflow {
         let module = self.module;
+        // Removed phis: every position and merge takes the value they stand
+        // for, and they leave the value list (XLA deletes them).
+        let resolved = std::mem::take(&mut self.phis).resolve(self.values.len());
+        for per_instr in &mut self.value_of {
+            for v in per_instr.iter_mut() {
+                *v = resolved[v.index()];
+            }
+        }
+        for (a, b) in &mut self.merges {
+            *a = resolved[a.index()];
+            *b = resolved[b.index()];
+        }
         // Renumber values like XLA: computations in file order (callees first),
         // instructions in post-order, nodes in pre-order.
         let mut rank = vec![u32::MAX; module.instr_count()];
@@ -551,7 +571,9 @@ impl Builder<'_> {
                 next += 1;
             }
         }
-        let mut order: Vec<usize> = (0..self.values.len()).collect();
+        let mut order: Vec<usize> = (0..self.values.len())
+            .filter(|&v| resolved[v].index() == v)
+            .collect();
         order.sort_by_key(|&v| (rank[self.values[v].instr.index()], self.values[v].node, v));
         let mut new_id = vec![ValueId(0); self.values.len()];
         for (new, &old) in order.iter().enumerate() {
@@ -663,46 +685,6 @@ impl Builder<'_> {
             buffers,
         }
     }
-}
-
-/// Nodes of a loop body's state that its root passes through unchanged
-/// (`tuple(..., get-tuple-element(param), index=i, ...)` at position i).
-fn invariant_nodes(module: &Module, body: CompId) -> Vec<bool> {
-    let comp = module.comp(body);
-    let Some(&param) = comp.parameters.first() else {
-        return Vec::new();
-    };
-    let shape = &module.instr(param).shape;
-    let mut out = vec![false; node_count(shape)];
-    // (instruction producing this part of the root, index path in the state)
-    let mut work = vec![(comp.root, Vec::<u64>::new())];
-    while let Some((instr, path)) = work.pop() {
-        let i = module.instr(instr);
-        let passes_through = i.opcode == Opcode::GetTupleElement
-            && i.tuple_index == path.last().copied()
-            && i.operands.first() == Some(&param)
-            && path.len() == 1;
-        if instr == param && path.is_empty() || passes_through {
-            if let (Some(node), Some(sub)) = (node_of(shape, &path), shape.subshape(&path)) {
-                out[node..node + node_count(sub)]
-                    .iter_mut()
-                    .for_each(|x| *x = true);
-            }
-        } else if i.opcode == Opcode::Tuple {
-            for (k, &op) in i.operands.iter().enumerate() {
-                let mut p = path.clone();
-                p.push(k as u64);
-                work.push((op, p));
-            }
-        }
-    }
-    // The index table of a tuple is rebuilt by the root's `tuple`: never invariant.
-    if let Some(first) = out.first_mut() {
-        if module.instr(comp.root).opcode == Opcode::Tuple {
-            *first = false;
-        }
-    }
-    out
 }
 
 fn called(module: &Module, id: InstrId, role: CallRole) -> Option<CompId> {

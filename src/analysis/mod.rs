@@ -10,6 +10,7 @@ pub mod heap;
 pub mod interference;
 pub mod lists;
 pub mod liveness;
+pub mod phi;
 pub mod post_order;
 pub mod schedule;
 pub mod sharing;

@@ -698,3 +698,103 @@ fn sparsecore_async_values_live_until_the_outer_done_off_hbm() {
     let table = value_of(&m, &model, "inner-start", 0);
     assert!(model.dataflow.values[table.index()].size > 0);
 }
+
+/// §4.2, `OptimizePhiValues`: a loop whose body passes an element through
+/// unchanged has no phi there, also when the body passes it only through a
+/// loop nested in it (at any depth) or a conditional whose branches all
+/// return it: XLA removes such phis until none is left to remove, so the
+/// element outside the loop is one value, live from before the outer loop to
+/// its last reader after it (libtpu 0.0.x's reports of a scan over scanned
+/// layers: one value `p__layers____g1__.1` at the elements of nested loops).
+#[test]
+fn nested_loops_pass_an_element_through_without_phis() {
+    // Loop `l1` runs `body1`, which runs loop `l2` on `body2`, ... down to
+    // `body{depth}`, whose element 1 is `keep`'s result (a bitcast forwards
+    // its operand's value, a negate defines a new one).
+    let text = |depth: usize, keep: &str| {
+        let mut t = String::from(
+            "HloModule m, is_scheduled=true\n\n\
+             %then (a: f32[8]) -> f32[8] {\n  ROOT %a = f32[8]{0} parameter(0)\n}\n\n\
+             %else (b: f32[8]) -> f32[8] {\n  ROOT %b = f32[8]{0} parameter(0)\n}\n\n",
+        );
+        for k in (1..=depth).rev() {
+            let inner = if k == depth {
+                format!(
+                    "  %q{k} = pred[] compare(%i{k}, %i{k}), direction=EQ\n  \
+                     %c{k} = f32[8]{{0}} conditional(%q{k}, %w{k}, %w{k}), true_computation=%then, false_computation=%else\n  \
+                     %e{k} = f32[8]{{0}} {keep}(%c{k})\n"
+                )
+            } else {
+                let n = k + 1;
+                format!(
+                    "  %t{k} = (s32[], f32[8]{{0}}) tuple(%i{k}, %w{k})\n  \
+                     %l{n} = (s32[], f32[8]{{0}}) while(%t{k}), condition=%cond{n}, body=%body{n}\n  \
+                     %e{k} = f32[8]{{0}} get-tuple-element(%l{n}), index=1\n"
+                )
+            };
+            t += &format!(
+                "%cond{k} (sc{k}: (s32[], f32[8])) -> pred[] {{\n  %sc{k} = (s32[], f32[8]{{0}}) parameter(0)\n  \
+                 %ic{k} = s32[] get-tuple-element(%sc{k}), index=0\n  %n{k} = s32[] constant(3)\n  \
+                 ROOT %lt{k} = pred[] compare(%ic{k}, %n{k}), direction=LT\n}}\n\n\
+                 %body{k} (s{k}: (s32[], f32[8])) -> (s32[], f32[8]) {{\n  %s{k} = (s32[], f32[8]{{0}}) parameter(0)\n  \
+                 %i{k} = s32[] get-tuple-element(%s{k}), index=0\n  %w{k} = f32[8]{{0}} get-tuple-element(%s{k}), index=1\n\
+                 {inner}  %one{k} = s32[] constant(1)\n  %j{k} = s32[] add(%i{k}, %one{k})\n  \
+                 ROOT %r{k} = (s32[], f32[8]{{0}}) tuple(%j{k}, %e{k})\n}}\n\n"
+            );
+        }
+        t + "ENTRY %main (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n  \
+             %w = f32[8]{0} negate(%p)\n  %z = s32[] constant(0)\n  \
+             %init = (s32[], f32[8]{0}) tuple(%z, %w)\n  \
+             %l1 = (s32[], f32[8]{0}) while(%init), condition=%cond1, body=%body1\n  \
+             %out = f32[8]{0} get-tuple-element(%l1), index=1\n  %late = f32[8]{0} exponential(%p)\n  \
+             ROOT %sum = f32[8]{0} add(%out, %late)\n}\n"
+    };
+    for depth in 1..=3 {
+        let m = parse(&text(depth, "bitcast"));
+        let model = analyze(&m, &Target::detect(&m));
+        let w = value_of(&m, &model, "w", 0);
+        // Nodes of the loop state in pre-order: {}, {0}, {1}.
+        for k in 1..=depth {
+            for name in [format!("l{k}"), format!("s{k}"), format!("sc{k}")] {
+                assert_eq!(
+                    value_of(&m, &model, &name, 2),
+                    w,
+                    "{name}{{1}}, depth {depth}"
+                );
+                let counter = value_of(&m, &model, &name, 1);
+                assert!(
+                    model.dataflow.values[counter.index()].is_phi,
+                    "{name}{{0}} changes"
+                );
+            }
+            assert_eq!(value_of(&m, &model, &format!("w{k}"), 0), w);
+        }
+        assert_eq!(value_of(&m, &model, &format!("c{depth}"), 0), w);
+        let positions = model.dataflow.positions(w);
+        assert!(positions.contains(&(instr_named(&m, "out"), 0)));
+        let sum = model
+            .schedule
+            .time(instr_named(&m, "sum"))
+            .expect("scheduled");
+        assert_eq!(
+            range(&m, &model, "w").1,
+            sum,
+            "read last by `sum`, after the loop"
+        );
+        // The near miss: a body that changes the element leaves a phi at
+        // every loop, and `w` ends where the outer loop's phis take over.
+        let m = parse(&text(depth, "negate"));
+        let model = analyze(&m, &Target::detect(&m));
+        let w = value_of(&m, &model, "w", 0);
+        for k in 1..=depth {
+            let element = value_of(&m, &model, &format!("l{k}"), 2);
+            assert_ne!(element, w);
+            assert!(model.dataflow.values[element.index()].is_phi);
+        }
+        let l1 = model
+            .schedule
+            .time(instr_named(&m, "l1"))
+            .expect("scheduled");
+        assert!(range(&m, &model, "w").1 < l1);
+    }
+}
