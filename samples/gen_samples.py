@@ -962,6 +962,49 @@ ACCEL_CASES["tpu_v6e_topk_grad_sparsecore"] = (
     "sparsecore thread)", "tpu", "v6e:2x2", "topk_grad_step")
 
 
+# Loops nested in loops, after every other program so that no sample's
+# recorded source line moves: the weight rides unchanged in the carry of an
+# inner scan inside an outer scan, so each loop's body passes it through only
+# by way of the loop nested in it. XLA's dataflow removes those phis too
+# (`OptimizePhiValues` repeats until none is left): the weight is one value
+# from before the outer loop to its end.
+def build_nested_loops_step(case, jax, jnp, lax):
+    """An outer scan of 2 steps around an inner scan of 3 steps of
+    tanh(x @ w), with w in both carries."""
+
+    def nested_loops_step(w, x):
+        def outer(carry, _):
+            def inner(carry, _):
+                x, w = carry
+                return (jnp.tanh(x @ w), w), None
+
+            (x, w), _ = lax.scan(inner, carry, None, length=3)
+            return (x * 2.0, w), None
+
+        (x, _), _ = lax.scan(outer, (x, w), None, length=2)
+        return x.sum()
+
+    S = jax.ShapeDtypeStruct
+    return (
+        "nested_loops_step",
+        nested_loops_step,
+        (S((256, 256), jnp.float32), S((64, 256), jnp.float32)),
+        (),
+    )
+
+
+ACCEL_PROGRAMS["nested_loops_step"] = build_nested_loops_step
+ACCEL_CASES["tpu_nested_loops"] = (
+    (
+        "nested_loops_step compiled for TPU v5e (v5e:2x2, one device): a scan inside a scan, "
+        "the weight passed unchanged through both loops' carries"
+    ),
+    "tpu",
+    "v5e:2x2",
+    "nested_loops_step",
+)
+
+
 def program_x64(program):
     return False if program in ACCEL_PROGRAMS else CASES[program][1]
 

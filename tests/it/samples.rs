@@ -212,6 +212,7 @@ fn accelerator_samples_are_there() {
         ("tpu_v5p_mlp_train_donate", "tpu"),
         ("tpu_v4_mlp_train_donate", "tpu"),
         ("tpu_v6e_topk_grad_sparsecore", "tpu"),
+        ("tpu_nested_loops", "tpu"),
     ] {
         let found: Vec<_> = modules.iter().filter(|p| case_of(p) == case).collect();
         assert_eq!(found.len(), 1, "{case}: {found:?}");
