@@ -87,6 +87,15 @@ pub enum DeviceEstimate {
         other: Vec<crate::chip::TpuVersion>,
         other_figures: ChipFigures,
     },
+    /// A TPU module whose libtpu nobody named and whose text and dump do not
+    /// show it comes out with other figures
+    /// under libtpu 0.0.52's rules than under 0.0.42's: the figures are
+    /// `assumed`'s, and `other_figures` those under `other`'s rules.
+    LibtpuAssumed {
+        assumed: String,
+        other: String,
+        other_figures: ChipFigures,
+    },
     /// The HBM heap's size depends on the order libtpu packs it in: start
     /// order, or (when HBM's total passes the chip's limit less 2.5 GiB) the
     /// smaller of biggest-first and longest-first, and the total is too near
@@ -95,7 +104,23 @@ pub enum DeviceEstimate {
     PackingOrder(heap::OrderSizes),
 }
 
-/// The figures that depend on a TPU chip, as another chip would make them.
+/// The libtpu releases whose rules hlomem knows, as their figures are labelled.
+const LIBTPU_OLD: &str = "0.0.42";
+const LIBTPU_NEWER: &str = "0.0.52";
+
+/// The figures under another assumption (another TPU chip, another libtpu),
+/// and how to say which: "2,103,296 B on v4 and v5e", "... with libtpu 0.0.42".
+pub struct Alternative<'a> {
+    /// The assumption the module's own figures were made under, in words.
+    pub assumed: String,
+    /// The other one, in words.
+    pub other: String,
+    pub other_figures: &'a ChipFigures,
+    /// What names the truth (`--tpu sets it`).
+    pub hint: &'static str,
+}
+
+/// The figures that depend on a TPU chip or libtpu release, as another would make them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ChipFigures {
     pub argument_bytes: u64,
@@ -108,11 +133,29 @@ pub struct ChipFigures {
 }
 
 impl Totals {
-    /// Whether the figure `of` reads would be another on the other chips
-    /// (the chip being assumed): then it is "about".
+    /// Whether the figure `of` reads would be another on the other chips or
+    /// under the other libtpu (either being assumed): then it is "about".
     pub fn depends_on_chip(&self, of: fn(&ChipFigures) -> u64) -> bool {
-        self.chip_alternative()
-            .is_some_and(|(_, _, other)| of(other) != of(&self.figures()))
+        let own = of(&self.figures());
+        self.device_estimates
+            .iter()
+            .filter_map(|e| e.alternative(crate::chip::Interface::Cli))
+            .any(|a| of(a.other_figures) != own)
+    }
+
+    /// Every assumption the figure `of` reads depends on, with the figure
+    /// under the other one (`interface` names the settings).
+    pub fn alternatives_for(
+        &self,
+        of: fn(&ChipFigures) -> u64,
+        interface: crate::chip::Interface,
+    ) -> Vec<Alternative<'_>> {
+        let own = of(&self.figures());
+        self.device_estimates
+            .iter()
+            .filter_map(|e| e.alternative(interface))
+            .filter(|a| of(a.other_figures) != own)
+            .collect()
     }
 
     /// The figures that depend on the chip, as this module's.
@@ -143,12 +186,40 @@ impl Totals {
                 other,
                 other_figures,
             } => Some((assumed.as_slice(), other.as_slice(), other_figures)),
-            DeviceEstimate::PackingOrder(_) => None,
+            DeviceEstimate::LibtpuAssumed { .. } | DeviceEstimate::PackingOrder(_) => None,
         })
     }
 }
 
 impl DeviceEstimate {
+    /// The figures under the other assumption, when this estimate is one.
+    pub fn alternative(&self, interface: crate::chip::Interface) -> Option<Alternative<'_>> {
+        use crate::chip::chips_in_words;
+        match self {
+            DeviceEstimate::ChipAssumed {
+                assumed,
+                other,
+                other_figures,
+            } => Some(Alternative {
+                assumed: format!("on {}", chips_in_words(assumed)),
+                other: format!("on {}", chips_in_words(other)),
+                other_figures,
+                hint: interface.chip_hint(),
+            }),
+            DeviceEstimate::LibtpuAssumed {
+                assumed,
+                other,
+                other_figures,
+            } => Some(Alternative {
+                assumed: format!("with libtpu {assumed}"),
+                other: format!("with {other}"),
+                other_figures,
+                hint: interface.libtpu_hint(),
+            }),
+            DeviceEstimate::PackingOrder(_) => None,
+        }
+    }
+
     /// Why, in words, for every renderer; the setting named is `interface`'s.
     pub fn describe(&self, interface: crate::chip::Interface) -> String {
         use crate::chip::chips_in_words;
@@ -165,6 +236,18 @@ impl DeviceEstimate {
                 chips_in_words(other),
                 crate::units::exact_bytes(other_figures.device_bytes),
                 interface.chip_hint()
+            ),
+            DeviceEstimate::LibtpuAssumed {
+                assumed,
+                other,
+                other_figures,
+            } => format!(
+                "which libtpu compiled it is not known (hlomem knows 0.0.42's and 0.0.52's \
+                 rules; a text shows its release in how it writes backend configs, a dump folder \
+                 in its flag file, and this one does neither): libtpu {assumed}'s were used; \
+                 under {other}'s device memory is {}; {}",
+                crate::units::exact_bytes(other_figures.device_bytes),
+                interface.libtpu_hint()
             ),
             DeviceEstimate::PackingOrder(s) => format!(
                 "libtpu packs HBM again, biggest- or longest-first, when its total passes \
@@ -260,6 +343,29 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
                 DeviceEstimate::ChipAssumed {
                     assumed: assumed.same_tuple_tables(),
                     other,
+                    other_figures,
+                },
+            );
+            mark_device_estimated(&mut model.totals);
+        }
+    }
+    if target.libtpu_assumed() {
+        // libtpu 0.0.42 and 0.0.52 may pack the same text differently, and
+        // nothing says which compiled it: where their figures differ, both
+        // are given.
+        let other_figures = model_of(module, &target.as_other_libtpu(), aliases)
+            .totals
+            .figures();
+        if other_figures != model.totals.figures() {
+            let (assumed, other) = match target.newer_libtpu {
+                false => (LIBTPU_OLD, LIBTPU_NEWER),
+                true => (LIBTPU_NEWER, LIBTPU_OLD),
+            };
+            model.totals.device_estimates.insert(
+                0,
+                DeviceEstimate::LibtpuAssumed {
+                    assumed: assumed.to_string(),
+                    other: other.to_string(),
                     other_figures,
                 },
             );

@@ -77,12 +77,73 @@ pub struct Target {
     /// Where the chip came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chip_source: Option<ChipSource>,
-    /// A libtpu newer than 0.0.42 (the one JAX 0.10.2 pins) compiled it: its
-    /// async copies carry `"dma_priority"` in their backend config. It keeps
-    /// scalars out of output allocations and starts an async computation's
-    /// result at its async-start (libtpu 0.0.52's reports).
+    /// libtpu 0.0.52's rules apply, not 0.0.42's (the libtpu JAX 0.10.2
+    /// pins): it keeps other buffers out of output allocations and starts an
+    /// async computation's result at its async-start (libtpu 0.0.52's reports).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub newer_libtpu: bool,
+    /// Who said which libtpu compiled it (TPU only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub libtpu_source: Option<LibtpuSource>,
+}
+
+/// Who said which libtpu compiled a TPU module. The same HLO text can come
+/// out of libtpu 0.0.42 and 0.0.52 with different HBM figures (v4 modules
+/// without async copies: 0.0.52 keeps a tuple table out of an output's
+/// allocation, 16 KiB more temp), so the release is one more thing a figure
+/// may depend on, as the chip is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LibtpuSource {
+    /// The text: how its backend configs are written (0.0.52 sorts their
+    /// keys and gives async copies a `"dma_priority"`; 0.0.42 writes
+    /// `"aliasing_operands"` after the scoped-memory lists).
+    Marker,
+    /// `--libtpu` (the Python package passes the libtpu installed where it
+    /// compiled).
+    User,
+    /// The dump folder's `*.flagfile`, which lists libtpu's flags.
+    Dump,
+    /// Nothing told: 0.0.42's rules, and 0.0.52's figures worked out too.
+    Assumed,
+}
+
+/// A flag libtpu 0.0.52 lists in a dump's `*.flagfile` and 0.0.42 does not
+/// (`--xla_tpu_reuse_aliased_entry_params_for_temp=auto`): in the shared and
+/// holdout dumps, all 57 folders of 0.0.52 have it and none of 138 of
+/// 0.0.42.1 (v4, v5e, v5p, v6e).
+const NEWER_LIBTPU_FLAG: &str = "--xla_tpu_reuse_aliased_entry_params_for_temp=";
+
+/// Whether a dump's flag file is a libtpu after 0.0.42's (its rules are
+/// 0.0.52's) rather than 0.0.42's.
+pub fn newer_libtpu_flags(flagfile: &str) -> bool {
+    flagfile
+        .lines()
+        .any(|l| l.trim_start().starts_with(NEWER_LIBTPU_FLAG))
+}
+
+/// The libtpu releases whose buffer-assignment rules hlomem knows, from a
+/// version as pip writes it: `Some(false)` for 0.0.42 (`0.0.42.1`),
+/// `Some(true)` for 0.0.52, `None` for any other (its rules were not
+/// checked against its reports: the module is read as one whose libtpu
+/// nobody named). An error for what is not a version.
+pub fn libtpu_rules(version: &str) -> Result<Option<bool>, String> {
+    let v = version.trim();
+    let parts: Vec<&str> = v.split('.').collect();
+    if parts.len() < 3
+        || parts
+            .iter()
+            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(format!(
+            "{v:?} is not a libtpu version (as `pip show libtpu` prints it, e.g. 0.0.52)"
+        ));
+    }
+    Ok(match (parts[0], parts[1], parts[2]) {
+        ("0", "0", "42") => Some(false),
+        ("0", "0", "52") => Some(true),
+        _ => None,
+    })
 }
 
 /// Who named the TPU chip (the HLO text never does).
@@ -115,6 +176,16 @@ impl Interface {
         match self {
             Interface::Cli => Some("--tpu"),
             Interface::Python => None,
+        }
+    }
+
+    /// How the libtpu release is named, after "libtpu assumed, ": `--libtpu
+    /// sets it`; in Python, analyzing the compiled program passes the libtpu
+    /// installed where it was compiled.
+    pub fn libtpu_hint(self) -> &'static str {
+        match self {
+            Interface::Cli => "--libtpu sets it",
+            Interface::Python => "analyzing the compiled program names it",
         }
     }
 
@@ -163,8 +234,17 @@ const CPU_ALIGNMENT: u64 = 64;
 /// XLA:GPU aligns every allocation to 256 bytes (`kXlaAllocatedBufferAlignBytes`).
 const GPU_ALIGNMENT: u64 = 256;
 
-/// What libtpu after 0.0.42 writes into an async copy's backend config.
-const NEWER_LIBTPU_MARKER: &str = "\"dma_priority\"";
+/// What only libtpu 0.0.52 writes: an async copy's `"dma_priority"`, and a
+/// backend config whose keys are sorted (`{"aliasing_operands":` first).
+/// Searched in the text and the backend configs set aside from it.
+const NEWER_LIBTPU_MARKERS: &[&str] = &["\"dma_priority\"", "{\"aliasing_operands\":"];
+
+/// What only libtpu 0.0.42 writes: a backend config's keys in the proto's
+/// field order, `"aliasing_operands"` after the scoped-memory lists. Of 195
+/// TPU modules (57 compiled by 0.0.52, 138 by 0.0.42.1; v4, v5e, v5p, v6e),
+/// every one shows one of the two orders, its release's; the same program
+/// may otherwise print the same text under both and take other HBM.
+const OLDER_LIBTPU_MARKER: &str = "\"used_scoped_memory_configs\":[],\"aliasing_operands\"";
 
 /// Text only one backend writes into an optimized module, most telling first.
 /// TPU layouts are read from the parsed shapes instead (see [`Target::detect`]).
@@ -192,6 +272,7 @@ impl Target {
             tpu_version: None,
             chip_source: None,
             newer_libtpu: false,
+            libtpu_source: None,
         }
     }
 
@@ -213,7 +294,7 @@ impl Target {
                 evidence: Evidence::Marker(format!("tiled layout {shape}")),
                 tpu_version: None,
                 chip_source: None,
-                newer_libtpu: module.text_contains(NEWER_LIBTPU_MARKER),
+                ..Target::libtpu_from_text(module)
             };
         }
         // Each marker missing from a module is a search of all its text: on
@@ -229,6 +310,7 @@ impl Target {
                 tpu_version: None,
                 chip_source: None,
                 newer_libtpu: false,
+                libtpu_source: None,
             };
         }
         Target {
@@ -237,6 +319,57 @@ impl Target {
             tpu_version: None,
             chip_source: None,
             newer_libtpu: false,
+            libtpu_source: None,
+        }
+    }
+
+    /// What the text says of the libtpu that compiled a TPU module: 0.0.52's
+    /// or 0.0.42's markers, else 0.0.42 assumed.
+    fn libtpu_from_text(module: &Module) -> Target {
+        let newer = NEWER_LIBTPU_MARKERS.iter().any(|m| module.text_contains(m));
+        let shown = newer || module.text_contains(OLDER_LIBTPU_MARKER);
+        Target {
+            newer_libtpu: newer,
+            libtpu_source: Some(if shown {
+                LibtpuSource::Marker
+            } else {
+                LibtpuSource::Assumed
+            }),
+            ..Target::forced(Backend::Tpu)
+        }
+    }
+
+    /// A TPU module whose libtpu nobody named and the text does not show.
+    pub fn libtpu_assumed(&self) -> bool {
+        self.libtpu_source == Some(LibtpuSource::Assumed)
+    }
+
+    /// The libtpu rules a user named (`Some(true)`: 0.0.52's); `None` leaves
+    /// the text's word. No effect off TPU.
+    pub fn with_libtpu(mut self, newer: Option<bool>) -> Target {
+        if let (Backend::Tpu, Some(newer)) = (self.backend, newer) {
+            self.newer_libtpu = newer;
+            self.libtpu_source = Some(LibtpuSource::User);
+        }
+        self
+    }
+
+    /// The libtpu rules the dump folder's flag file shows (`Some(true)`:
+    /// 0.0.52's), when the text and the user said nothing.
+    pub fn with_libtpu_from_dump(mut self, newer: Option<bool>) -> Target {
+        if let (true, Some(newer)) = (self.libtpu_assumed(), newer) {
+            self.newer_libtpu = newer;
+            self.libtpu_source = Some(LibtpuSource::Dump);
+        }
+        self
+    }
+
+    /// The same target under the other libtpu's rules, still assumed: the
+    /// figures a module whose libtpu nobody named would have under them.
+    pub fn as_other_libtpu(&self) -> Target {
+        Target {
+            newer_libtpu: !self.newer_libtpu,
+            ..self.clone()
         }
     }
 
@@ -261,10 +394,11 @@ impl Target {
         match forced {
             None => Target::detect(module),
             // The libtpu release is in the text even when the user names the backend.
-            Some(backend) => Target {
-                newer_libtpu: backend == Backend::Tpu && module.text_contains(NEWER_LIBTPU_MARKER),
-                ..Target::forced(backend)
+            Some(Backend::Tpu) => Target {
+                evidence: Evidence::Forced,
+                ..Target::libtpu_from_text(module)
             },
+            Some(backend) => Target::forced(backend),
         }
     }
 

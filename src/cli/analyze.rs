@@ -68,6 +68,7 @@ pub fn load(
             verify,
             backend: selection.backend.map(Into::into),
             tpu_version: selection.tpu.map(Into::into),
+            libtpu: selection.libtpu.and_then(|l| l.newer),
             strict: selection.strict,
             interface: term.interface,
         },

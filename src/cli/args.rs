@@ -106,3 +106,15 @@ mirror! {
     /// `schema COMMAND`.
     DocumentArg => Document { Analyze, Check, Diff, Explain, Targets, Fits }
 }
+
+/// `--libtpu VERSION`: the release as given, and whose rules it means
+/// (`Some(true)`: 0.0.52's; `None`: a release whose rules are not known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LibtpuArg {
+    pub newer: Option<bool>,
+}
+
+/// Parses `--libtpu`; what is not a version is refused with an example.
+pub fn libtpu_version(text: &str) -> Result<LibtpuArg, String> {
+    hlomem::chip::libtpu_rules(text).map(|newer| LibtpuArg { newer })
+}

@@ -14,7 +14,7 @@ use hlomem::render::RenderOptions;
 
 use self::args::{
     AnalyzeFormatArg, BackendArg, DocumentArg, ExplainFormatArg, FitsFormatArg, GateFormatArg,
-    InterfaceArg, TargetsFormatArg, TpuArg,
+    InterfaceArg, LibtpuArg, TargetsFormatArg, TpuArg,
 };
 
 mod analyze;
@@ -68,6 +68,12 @@ pub struct Selection {
     /// (its `*.target_arguments.txt`); v5e's rules are used when neither says.
     #[arg(long, value_enum, value_name = "CHIP")]
     tpu: Option<TpuArg>,
+    /// The libtpu release that compiled a TPU module (`pip show libtpu`: 0.0.42.1,
+    /// 0.0.52), when its text does not show it: the same text can take other HBM
+    /// under 0.0.42's and 0.0.52's rules, and without it a figure that differs
+    /// is "about", with both. Another release's rules are not known: as unnamed.
+    #[arg(long, value_name = "VERSION", value_parser = args::libtpu_version)]
+    libtpu: Option<LibtpuArg>,
     /// Parse every fusion body at load. By default a fusion's body is parsed
     /// when the accounting or a report reads it, and the others get a
     /// structural check only (balanced brackets, one instruction per line,

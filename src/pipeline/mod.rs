@@ -59,6 +59,10 @@ pub struct AnalyzeOptions {
     pub backend: Option<chip::Backend>,
     /// The TPU chip, when the dump does not name it (`target_arguments.txt`).
     pub tpu_version: Option<chip::TpuVersion>,
+    /// Whose rules a TPU module was compiled under, when a user named its
+    /// libtpu ([`chip::libtpu_rules`]: `Some(true)` is 0.0.52's); `None`
+    /// leaves it to the text.
+    pub libtpu: Option<bool>,
     /// Parse every line at load ([`hlo::parse_module_complete`]), not
     /// fusion bodies when the analysis reads them.
     pub strict: bool,
@@ -164,7 +168,16 @@ pub fn target_of(
                 chip::ChipSource::Dump,
             ))
         });
-    target.with_tpu_version(named)
+    let target = target.with_tpu_version(named);
+    if !target.libtpu_assumed() {
+        return target;
+    }
+    // The dump's flag file lists every flag of the libtpu that compiled it.
+    let release = inputs::sibling(path, "flagfile")
+        .or_else(|| inputs::in_same_folder(path, ".flagfile"))
+        .and_then(|flags| std::fs::read_to_string(flags).ok())
+        .map(|flags| chip::newer_libtpu_flags(&flags));
+    target.with_libtpu_from_dump(release)
 }
 
 /// Reads, parses and checks one HLO file, and computes its memory with the
@@ -216,8 +229,9 @@ struct Analyzed {
 /// Reads and parses one HLO file, and finds its target.
 fn parse_path(path: &Path, options: AnalyzeOptions) -> Result<(LazyModule, chip::Target), Error> {
     let module = parse(read::read_source(path)?, options.strict)?;
-    let target =
-        module.read(|module| target_of(module, path, options.backend, options.tpu_version))?;
+    let target = module.read(|module| {
+        target_of(module, path, options.backend, options.tpu_version).with_libtpu(options.libtpu)
+    })?;
     Ok((module, target))
 }
 
@@ -260,6 +274,7 @@ fn load_input(
     let target = module.read(|module| {
         chip::Target::resolve(module, options.backend)
             .with_tpu_version(options.tpu_version.map(|v| (v, chip::ChipSource::User)))
+            .with_libtpu(options.libtpu)
     })?;
     Ok((module, target))
 }

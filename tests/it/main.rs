@@ -13,6 +13,7 @@ mod frontends;
 mod gate;
 mod hostile;
 mod html;
+mod libtpu;
 mod oom_cases;
 mod oom_catalog;
 mod oom_false;

@@ -6,7 +6,6 @@ mod usage;
 
 use super::{one_line, RenderOptions};
 use crate::analysis::{ChipFigures, DeviceEstimate};
-use crate::chip::chips_in_words;
 use crate::report::{ModuleReport, Report};
 use crate::units::{exact_bytes, human_bytes};
 
@@ -252,19 +251,27 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
     } else {
         "every memory space together; the on-chip ones are hlomem's estimate".to_string()
     };
-    // A figure that depends on the assumed chip says so, with both chips' bytes.
+    // A figure that depends on the assumed chip or libtpu says so, with the
+    // bytes under each assumption.
     let by_chip = |of: fn(&ChipFigures) -> u64, meaning: &str| -> String {
-        match mem.chip_alternative() {
-            Some((assumed, other, figures)) if mem.depends_on_chip(of) => format!(
-                "{meaning}, about: {} on {}, {} on {} ({})",
-                exact_bytes(of(&mem.figures())),
-                chips_in_words(assumed),
-                exact_bytes(of(figures)),
-                chips_in_words(other),
-                options.interface.chip_hint()
-            ),
-            _ => meaning.to_string(),
+        let alternatives = mem.alternatives_for(of, options.interface);
+        if alternatives.is_empty() {
+            return meaning.to_string();
         }
+        let each: Vec<String> = alternatives
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} {}, {} {} ({})",
+                    exact_bytes(of(&mem.figures())),
+                    a.assumed,
+                    exact_bytes(of(a.other_figures)),
+                    a.other,
+                    a.hint
+                )
+            })
+            .collect();
+        format!("{meaning}, about: {}", each.join("; "))
     };
     let mut rows = vec![
         [
