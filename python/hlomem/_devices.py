@@ -6,11 +6,12 @@ sizes tuple tables: 512 bytes on v5e, 32 on v6e and v5p).
 
 from __future__ import annotations
 
+import importlib.metadata
 from typing import Any
 
 from ._targets import device_kinds
 
-__all__ = ["chip_options", "devices_of"]
+__all__ = ["chip_options", "devices_of", "libtpu_options"]
 
 
 def devices_of(compiled: Any) -> list[Any]:
@@ -53,5 +54,18 @@ def chip_options(compiled: Any) -> tuple[str, ...]:
     kinds = device_kinds()
     chips = {kinds.get(getattr(d, "device_kind", "")) for d in devices}
     if len(chips) == 1 and None not in chips:
-        return ("--tpu", str(chips.pop()))
+        return ("--tpu", str(chips.pop()), *libtpu_options())
+    return ()
+
+
+def libtpu_options() -> tuple[str, ...]:
+    """What tells the ``hlomem`` command the libtpu release that compiled a
+    TPU program of this process: the one installed here (``--libtpu
+    0.0.52``). The same HLO text may take other HBM under libtpu 0.0.42 and
+    0.0.52, and a text does not always show which; empty without libtpu."""
+    for distribution in ("libtpu", "libtpu-nightly"):
+        try:
+            return ("--libtpu", importlib.metadata.version(distribution))
+        except importlib.metadata.PackageNotFoundError:
+            continue
     return ()

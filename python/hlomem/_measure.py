@@ -87,11 +87,11 @@ class FitPoint:
     #: XLA's own buffer assignment total for the device's memory, from the
     #: compile's dump (deviceless compiles; ``None`` for one in this process).
     xla_bytes: int | None = None
-    #: hlomem's figure is XLA's to the byte (not when a TPU chip was assumed,
-    #: or libtpu's packing order could not be told).
+    #: hlomem's figure is XLA's to the byte (not when a TPU chip or libtpu
+    #: release was assumed, or libtpu's packing order could not be told).
     exact: bool = True
     #: Why it is not (``Memory.device_estimates``' kinds: ``chip-assumed``,
-    #: ``packing-order``).
+    #: ``libtpu-assumed``, ``packing-order``).
     estimated_because: tuple[str, ...] = ()
     argument_bytes: int | None = None
     output_bytes: int | None = None

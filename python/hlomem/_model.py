@@ -108,7 +108,9 @@ class Memory(JsonObject):
     When device memory is hlomem's estimate, ``device_estimates`` says why
     (``kind``): ``chip-assumed`` (a TPU module whose chip nothing named: the
     figures are the ``assumed`` chips', ``other_figures`` the ``other``
-    chips'), or ``packing-order``.
+    chips'), ``libtpu-assumed`` (a TPU text that does not show which libtpu
+    compiled it: 0.0.42's figures, ``other_figures`` 0.0.52's), or
+    ``packing-order``.
     """
 
     _schema = ("analyze", "Totals")

@@ -132,9 +132,13 @@ class Target:
     @property
     def hlomem_options(self) -> tuple[str, ...]:
         """What tells the ``hlomem`` command this target: on TPU the chip
-        (``--tpu v6e``), which sizes tuple tables; the HLO text does not say."""
+        (``--tpu v6e``), which sizes tuple tables, and the libtpu installed
+        here, which compiled for it (``--libtpu 0.0.52``); the HLO text does
+        not always say."""
         if self.platform == "tpu":
-            return ("--tpu", self.topology.partition(":")[0])
+            from ._devices import libtpu_options
+
+            return ("--tpu", self.topology.partition(":")[0], *libtpu_options())
         return ()
 
     @property

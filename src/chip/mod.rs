@@ -124,20 +124,21 @@ pub fn newer_libtpu_flags(flagfile: &str) -> bool {
 
 /// The libtpu releases whose buffer-assignment rules hlomem knows, from a
 /// version as pip writes it: `Some(false)` for 0.0.42 (`0.0.42.1`),
-/// `Some(true)` for 0.0.52, `None` for any other (its rules were not
-/// checked against its reports: the module is read as one whose libtpu
-/// nobody named). An error for what is not a version.
+/// `Some(true)` for 0.0.52, `None` for any other, a nightly or dev build
+/// (`0.0.21.dev20250807+nightly`) included: its rules were not checked
+/// against its reports, and the module is read as one whose libtpu nobody
+/// named. An error for what is not a version.
 pub fn libtpu_rules(version: &str) -> Result<Option<bool>, String> {
     let v = version.trim();
     let parts: Vec<&str> = v.split('.').collect();
-    if parts.len() < 3
-        || parts
-            .iter()
-            .any(|p| p.is_empty() || !p.bytes().all(|b| b.is_ascii_digit()))
-    {
+    let number = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    if parts.len() < 3 || !parts[..3].iter().all(number) {
         return Err(format!(
             "{v:?} is not a libtpu version (as `pip show libtpu` prints it, e.g. 0.0.52)"
         ));
+    }
+    if !parts[3..].iter().all(number) {
+        return Ok(None);
     }
     Ok(match (parts[0], parts[1], parts[2]) {
         ("0", "0", "42") => Some(false),

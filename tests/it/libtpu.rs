@@ -144,6 +144,7 @@ fn versions_as_pip_prints_them() {
     assert_eq!(libtpu_rules("0.0.42"), Ok(Some(false)));
     assert_eq!(libtpu_rules("0.0.52"), Ok(Some(true)));
     assert_eq!(libtpu_rules("0.0.47"), Ok(None));
+    assert_eq!(libtpu_rules("0.0.52.dev20251201+nightly"), Ok(None));
     assert!(libtpu_rules("0.0").is_err());
     assert!(libtpu_rules("nightly").is_err());
 }

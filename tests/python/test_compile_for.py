@@ -278,8 +278,11 @@ def test_arrays_are_read_as_shapes_and_lambdas_travel_with_cloudpickle() -> None
     assert compiled.target.name == "tpu-v6e:2x2"
     assert compiled.memory_analysis().argument_size_in_bytes == 256 * 256 * 4
     assert hlomem.fits(compiled).target.memory_bytes == 32 * GIB
-    # The HLO text does not name the chip; hlomem is told it (--tpu v6e).
-    assert hlomem.analyze(compiled).target.tpu_version == "v6e"
+    # The HLO text does not name the chip; hlomem is told it (--tpu v6e), and
+    # the libtpu installed here, which compiled it (--libtpu).
+    target = hlomem.analyze(compiled).target
+    assert target.tpu_version == "v6e"
+    assert target.libtpu_source == "user"
 
 
 @needs_tpu

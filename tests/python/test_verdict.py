@@ -144,6 +144,33 @@ def test_device_kinds_come_from_the_binary() -> None:
     assert set(kinds.values()) == {t["generation"] for t in hlomem._targets._catalog()["tpu"]}
 
 
+def test_the_libtpu_installed_here_is_named_and_the_binary_takes_it(
+    monkeypatch: pytest.MonkeyPatch, repo_root: Path
+) -> None:
+    import importlib.metadata
+
+    from hlomem import _devices
+
+    installed = {"libtpu": "0.0.52"}
+
+    def version(name: str) -> str:
+        if name not in installed:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return installed[name]
+
+    monkeypatch.setattr(_devices.importlib.metadata, "version", version)
+    assert _devices.libtpu_options() == ("--libtpu", "0.0.52")
+    installed = {"libtpu-nightly": "0.0.53.dev20261201+nightly"}
+    options = _devices.libtpu_options()
+    assert options == ("--libtpu", "0.0.53.dev20261201+nightly")
+    # The binary takes a nightly's version too (as a release whose rules it
+    # does not know), never refusing what pip prints.
+    sample = str(repo_root / "samples/tpu_mlp_train_donate/dump")
+    assert _binary("analyze", sample, *options).returncode == 0
+    installed = {}
+    assert _devices.libtpu_options() == ()
+
+
 @pytest.mark.parametrize(
     "case", ["tpu_mlp_train_donate", "tpu_v6e_mlp_train_donate", "gpu_mlp_train_donate"]
 )
