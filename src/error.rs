@@ -16,7 +16,7 @@ pub enum Error {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{} is {bytes} bytes; hlomem reads files of at most 4 GiB", path.display())]
+    #[error("{} is {bytes} bytes; hlomem reads files of at most 4GiB", path.display())]
     TooLarge { path: PathBuf, bytes: u64 },
     #[error("{0}")]
     Usage(String),

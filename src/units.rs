@@ -43,18 +43,26 @@ pub fn exact_bytes(bytes: u64) -> String {
     out + " B"
 }
 
-/// A size with two decimals and a space, as a verdict prints its figures
-/// (`11.30 GiB`, `16.00 GiB`): in MiB under 1 GiB (`6.20 MiB`), so that a
-/// small program does not read as 0.00 GiB, unless `small_in_mib` is false
-/// (a difference of two sizes in GiB: `over by 0.20 GiB`). Every figure of a
-/// verdict goes through this one rounding.
+/// A size with two decimals, written as XLA writes sizes (number and unit
+/// together), as a verdict prints its figures: `11.30GiB`, `16.00GiB`; in
+/// MiB under 1 GiB (`6.20MiB`), so that a small program does not read as
+/// 0.00GiB, unless `small_in_mib` is false (a difference of two sizes in
+/// GiB: `over by 0.20GiB`).
+///
+/// Its own rounding, not [`human_bytes`]'s: XLA's format picks the unit
+/// and the decimals by the size (`512B`, `5.0KiB`, `9.22MiB`), so beside a
+/// need and a limit in GiB a small difference would change unit. A verdict
+/// rounds each figure once, to two decimals, and says a difference in the
+/// limit's unit (GiB; MiB for a budget under 1 GiB), so need, limit and
+/// difference read against each other: `needs 15.76GiB, ... is 15.75GiB,
+/// over by 0.01GiB`, not `over by 9.22MiB`.
 pub fn two_decimals(bytes: i128, small_in_mib: bool) -> String {
     const GIB: f64 = (1u64 << 30) as f64;
     const MIB: f64 = (1u64 << 20) as f64;
     if bytes.unsigned_abs() < 1 << 30 && small_in_mib {
-        return format!("{:.2} MiB", bytes as f64 / MIB);
+        return format!("{:.2}MiB", bytes as f64 / MIB);
     }
-    format!("{:.2} GiB", bytes as f64 / GIB)
+    format!("{:.2}GiB", bytes as f64 / GIB)
 }
 
 /// A size's number and unit (`16` and `GiB` of `16 GiB`; the unit is empty
@@ -210,6 +218,21 @@ mod tests {
         assert_eq!(exact_bytes(512), "512 B");
         assert_eq!(exact_bytes(2_102_816), "2,102,816 B");
         assert_eq!(exact_bytes(100_701_184), "100,701,184 B");
+    }
+
+    #[test]
+    fn verdict_figures_read_as_xla_writes_sizes() {
+        // Number and unit together, as `human_bytes`; two decimals always,
+        // MiB under 1 GiB unless asked for GiB, negatives signed.
+        assert_eq!(two_decimals(0, true), "0.00MiB");
+        assert_eq!(two_decimals(6_501_171, true), "6.20MiB");
+        assert_eq!(two_decimals((1 << 30) - 1, true), "1024.00MiB");
+        assert_eq!(two_decimals(1 << 30, true), "1.00GiB");
+        assert_eq!(two_decimals(16_911_433_728, true), "15.75GiB");
+        assert_eq!(two_decimals(214_748_365, false), "0.20GiB");
+        assert_eq!(two_decimals(-87_241_523_200, false), "-81.25GiB");
+        // What a verdict prints is taken back by the parser of typed sizes.
+        assert_eq!(parse_size("15.75GiB"), Ok(16_911_433_728));
     }
 
     #[test]

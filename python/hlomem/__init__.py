@@ -13,7 +13,7 @@
 
     # For a device this machine does not have (a child process compiles):
     tpu = hlomem.compile_for(train_step, state, batch, target="tpu-v5e:2x2")
-    print(hlomem.fits(tpu))   # "fits: needs 3.41 GiB, what libtpu lets a program use of a v5e chip is ..."
+    print(hlomem.fits(tpu))   # "fits: needs 3.41GiB, what libtpu lets a program use of a v5e chip is ..."
     hlomem.assert_fits(tpu)   # budget: the target's usable memory
     print(hlomem.compare_targets(train_step, state, batch, targets=["tpu-v5e", "h100"]))
 
@@ -411,8 +411,8 @@ def _reports_for(source: Source) -> dict[str, Report]:
 def fits(compiled: DevicelessCompiled) -> Verdict:
     """Whether a program from :func:`compile_for` fits on one device of its
     target. ``str(hlomem.fits(c))`` starts with the decision (``"does not
-    fit: needs 41.32 GiB, JAX's share of an A100 40GB is 29.54 GiB, over by
-    11.78 GiB"``), then the device's memory and XLA's own figure, then what
+    fit: needs 41.32GiB, JAX's share of an A100 40GB is 29.54GiB, over by
+    11.78GiB"``), then the device's memory and XLA's own figure, then what
     was compiled (the function, its arguments' dtypes, the biggest ones);
     ``bool()`` of it and ``.fits`` say the same as data. What it needs is
     the device memory ``hlomem check`` compares with a budget (per device);

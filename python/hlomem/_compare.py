@@ -28,7 +28,7 @@ class Comparison:
 
     With ``failed`` (:func:`compare_targets`), :attr:`failed_needs_bytes` is
     what the device that ran out of memory said the step needs, and the text
-    starts with it: "step needs 27.5 GiB on the device that failed; ...".
+    starts with it: "step needs 27.50GiB on the device that failed; ...".
     """
 
     #: The function's name, as the text says it.

@@ -154,7 +154,7 @@ class FitPoint:
 
     @property
     def shown(self) -> str:
-        """What it needs, in words: ``"3.61 MiB"``, ``"refused (at least 16.25 GiB)"``."""
+        """What it needs, in words: ``"3.61MiB"``, ``"refused (at least 16.25GiB)"``."""
         if self.refused:
             least = f" (at least {gib(self.at_least_bytes)})" if self.at_least_bytes else ""
             return f"refused by the compiler{least}"

@@ -9,11 +9,11 @@ or is the path of a GPU target config of your own (``"l40s.txtpb"``, or
 memory and what is usable of it:
 
 - TPU: the chip's HBM, of which libtpu lets a program use a little less (a
-  v5e's 16 GiB: 15.75 GiB; it refuses a larger program while compiling,
+  v5e's 16.00GiB: 15.75GiB; it refuses a larger program while compiling,
   which :func:`compile_for` raises). On v4 the deviceless topology's
   devices are TensorCores, each with half the chip's HBM.
 - GPU: the config's ``device_memory_size`` (what the driver reports, a
-  little under the marketed size: an H100's is 79.1 GiB), of which JAX's
+  little under the marketed size: an H100's is 79.11GiB), of which JAX's
   allocator takes ``XLA_PYTHON_CLIENT_MEM_FRACTION`` (0.75 unless set), so
   a program fits when it fits in that share.
 """
@@ -84,18 +84,18 @@ def __getattr__(name: str) -> Any:
 
 def gib(n: int, *, small_in_mib: bool = True) -> str:
     """``n`` bytes for people, always with two decimals, as a verdict
-    prints its figures: ``"11.30 GiB"``, ``"16.00 GiB"``; under 1 GiB in MiB
-    (``"6.20 MiB"``), so that a small program does not read as 0.00 GiB,
+    prints its figures: ``"11.30GiB"``, ``"16.00GiB"``; under 1 GiB in MiB
+    (``"6.20MiB"``), so that a small program does not read as 0.00GiB,
     unless ``small_in_mib`` is false (a difference of two sizes in GiB:
-    ``"over by 0.20 GiB"``).
+    ``"over by 0.20GiB"``).
 
     The binary's ``units::two_decimals`` is the one definition (a verdict's
     words come from it); this copy formats the Python-only views (what was
     compiled, curves, tables, charts) without a process per number, and
     ``tests/python/test_units.py`` holds it to the binary's output."""
     if abs(n) < _GIB and small_in_mib:
-        return f"{n / (1 << 20):.2f} MiB"
-    return f"{n / _GIB:.2f} GiB"
+        return f"{n / (1 << 20):.2f}MiB"
+    return f"{n / _GIB:.2f}GiB"
 
 
 @dataclass(frozen=True)

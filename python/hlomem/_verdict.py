@@ -80,7 +80,7 @@ class CompiledProgram:
 
     def __str__(self) -> str:
         """``compiled <lambda> with jax 0.10.2: 2 arguments (float64): a
-        f64[42994,42994] 13.77 GiB, ...; 1 output (float64) ...``."""
+        f64[42994,42994] 13.77GiB, ...; 1 output (float64) ...``."""
         versions = ", ".join(f"{k} {v}" for k, v in self.versions.items())
         head = f"compiled {self.name}" + (f" with {versions}" if versions else "")
         return f"{head}: {_arrays('argument', self.arguments)}; {_arrays('output', self.outputs)}"
@@ -119,8 +119,8 @@ class Verdict:
     ``str()`` starts with the decision, then the figures it was made from,
     each rounded once (two decimals)::
 
-        does not fit: needs 41.32 GiB, JAX's share of an A100 40GB is 29.54 GiB, over by 11.78 GiB
-          an A100 40GB has 39.39 GiB of memory; JAX's allocator takes ... of it; XLA's buffer ...
+        does not fit: needs 41.32GiB, JAX's share of an A100 40GB is 29.54GiB, over by 11.78GiB
+          an A100 40GB has 39.39GiB of memory; JAX's allocator takes ... of it; XLA's buffer ...
           compiled <lambda> with jax 0.10.2, ...: 2 arguments (float64), a f64[42994,42994] ...
 
     :attr:`headline` is the first line alone. The decision and its words are
@@ -194,13 +194,13 @@ class Verdict:
 
     @property
     def needs(self) -> str:
-        """What the program needs, in words: ``"27.50 GiB"``, ``"at least 19.00 GiB"``."""
+        """What the program needs, in words: ``"27.50GiB"``, ``"at least 19.00GiB"``."""
         return self._said("needs")
 
     @property
     def headline(self) -> str:
         """The decision and the figures that make it, one line: ``"does not
-        fit: needs 12.00 GiB, JAX's share of a V100 16GB is 11.82 GiB, over by 0.18 GiB"``."""
+        fit: needs 12.00GiB, JAX's share of a V100 16GB is 11.82GiB, over by 0.18GiB"``."""
         return self._said("headline")
 
     @property

@@ -251,7 +251,7 @@ impl DeviceEstimate {
             ),
             DeviceEstimate::PackingOrder(s) => format!(
                 "libtpu packs HBM again, biggest- or longest-first, when its total passes \
-                 the chip's limit less 2.5 GiB, and this total is too near where that may be \
+                 the chip's limit less 2.50GiB, and this total is too near where that may be \
                  (or the chip is not named: --tpu names it) to tell: its temporaries take {} \
                  packed in definition order (shown), {} biggest-first, {} longest-first",
                 human_bytes(s.definition),

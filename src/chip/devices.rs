@@ -69,7 +69,7 @@ struct TpuRow {
     generation: TpuVersion,
     device: &'static str,
     hbm_gib: u64,
-    /// What libtpu lets a program use, in bytes (95.74 GiB is written as the
+    /// What libtpu lets a program use, in bytes (95.74GiB is written as the
     /// package has always rounded it: down).
     usable_bytes: u64,
     default_topology: &'static str,
@@ -516,7 +516,7 @@ mod tests {
         }
         assert_eq!(
             listed.tpu[0].usable_note,
-            "libtpu lets a program use 15.75 GiB of it"
+            "libtpu lets a program use 15.75GiB of it"
         );
     }
 

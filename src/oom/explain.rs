@@ -322,7 +322,7 @@ impl TpuNote {
                            kernel's working set not fitting, usually a Pallas or fusion block size, not your arrays' \
                            total size."
                     .into(),
-                "smem" => "SMEM is the TPU core's tiny scalar memory (about 1 MiB): a kernel uses too many scalars \
+                "smem" => "SMEM is the TPU core's tiny scalar memory (about 1MiB): a kernel uses too many scalars \
                            or scalar-prefetched indices."
                     .into(),
                 other => format!("{} is the TPU's main device memory.", other.to_uppercase()),

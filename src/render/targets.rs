@@ -11,7 +11,7 @@ pub fn render_text(targets: &Targets, out: &mut dyn Write) -> io::Result<()> {
     for t in &targets.tpu {
         writeln!(
             out,
-            "  {:<16} {:<14} {:>10} HBM, {:>10} usable",
+            "  {:<16} {:<14} {:>9} HBM, {:>9} usable",
             t.name,
             t.device,
             two_decimals(t.memory_bytes.into(), true),

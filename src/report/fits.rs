@@ -129,18 +129,18 @@ pub struct FitsReport {
 /// A verdict in words, each figure rounded once (two decimals).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FitWords {
-    /// The decision and the figures that make it: `does not fit: needs 12.00
-    /// GiB, JAX's share of a V100 16GB is 11.82 GiB, over by 0.18 GiB`;
-    /// against a budget, `fits: needs 3.61 MiB, the budget is 16.00 GiB,
-    /// 15.99 GiB to spare`.
+    /// The decision and the figures that make it: `does not fit: needs
+    /// 12.00GiB, JAX's share of a V100 16GB is 11.82GiB, over by 0.18GiB`;
+    /// against a budget, `fits: needs 3.61MiB, the budget is 16.00GiB,
+    /// 15.99GiB to spare`.
     pub headline: String,
     /// The device's memory and the share a program may use (or the budget,
     /// in bytes too), and XLA's figure.
     pub basis: String,
-    /// What the program needs: `27.50 GiB`, `at least 19.00 GiB`.
+    /// What the program needs: `27.50GiB`, `at least 19.00GiB`.
     pub needs: String,
     /// The spare bytes in GiB (MiB against a budget under 1 GiB), negative
-    /// when over: `0.75 GiB`, `-81.25 GiB`.
+    /// when over: `0.75GiB`, `-81.25GiB`.
     pub spare: String,
     /// Why the figures are those of an unfinished compile.
     pub unfinished: Option<String>,
@@ -171,7 +171,7 @@ fn size(bytes: u64) -> String {
 
 /// A difference of two figures, in the limit's unit: GiB for a target's
 /// share (always over 1 GiB), MiB for a budget under 1 GiB (a test's budget
-/// of a few MiB is not "over by 0.00 GiB").
+/// of a few MiB is not "over by 0.00GiB").
 fn difference(bytes: i128, in_mib: bool) -> String {
     two_decimals(bytes, in_mib)
 }
@@ -332,16 +332,16 @@ mod tests {
         let over = verdict(&v5e(), 97 * GIB, None, false);
         assert_eq!(
             over.words.headline,
-            "does not fit: needs 97.00 GiB, what libtpu lets a program use of a v5e chip is \
-             15.75 GiB, over by 81.25 GiB"
+            "does not fit: needs 97.00GiB, what libtpu lets a program use of a v5e chip is \
+             15.75GiB, over by 81.25GiB"
         );
         assert_eq!(
             over.words.basis,
-            "a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it"
+            "a v5e chip has 16.00GiB of HBM; libtpu lets a program use 15.75GiB of it"
         );
         let spare = verdict(&v5e(), 15 * GIB, None, false);
-        assert_eq!(spare.words.spare, "0.75 GiB");
-        assert!(spare.words.headline.ends_with(", 0.75 GiB to spare"));
+        assert_eq!(spare.words.spare, "0.75GiB");
+        assert!(spare.words.headline.ends_with(", 0.75GiB to spare"));
     }
 
     #[test]
@@ -350,7 +350,7 @@ mod tests {
         let at = verdict(&v5e(), usable, None, false);
         assert!(at.fit.fits);
         assert!(
-            at.words.headline.ends_with(", 0.00 GiB to spare"),
+            at.words.headline.ends_with(", 0.00GiB to spare"),
             "{}",
             at.words.headline
         );
@@ -360,8 +360,8 @@ mod tests {
         assert!(over
             .words
             .headline
-            .starts_with("does not fit: needs 15.75 GiB"));
-        assert!(over.words.headline.ends_with("over by 0.00 GiB"));
+            .starts_with("does not fit: needs 15.75GiB"));
+        assert!(over.words.headline.ends_with("over by 0.00GiB"));
     }
 
     #[test]
@@ -369,11 +369,11 @@ mod tests {
         let refused = verdict(&v5e(), 19 * GIB, Some(19 * GIB), true);
         assert_eq!(
             refused.words.headline,
-            "does not fit (its compiler refused it): needs at least 19.00 GiB, what libtpu lets a \
-             program use of a v5e chip is 15.75 GiB, over by at least 3.25 GiB"
+            "does not fit (its compiler refused it): needs at least 19.00GiB, what libtpu lets a \
+             program use of a v5e chip is 15.75GiB, over by at least 3.25GiB"
         );
         assert!(refused.words.basis.ends_with(&format!(
-            "; XLA's buffer assignment of the module it refused: 19.00 GiB ({} bytes)",
+            "; XLA's buffer assignment of the module it refused: 19.00GiB ({} bytes)",
             19 * GIB
         )));
         assert_eq!(refused.words.disagreement, None);
@@ -381,7 +381,7 @@ mod tests {
         let within = verdict(&v5e(), GIB, None, true);
         assert!(!within.fit.fits);
         assert!(
-            within.words.headline.ends_with("is 15.75 GiB"),
+            within.words.headline.ends_with("is 15.75GiB"),
             "{}",
             within.words.headline
         );
@@ -395,14 +395,14 @@ mod tests {
         assert_eq!(fits.fit.deciding_bytes, xla);
         assert_eq!(
             fits.words.headline,
-            "fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare"
+            "fits: needs 48.20GiB, JAX's share of an H100 is 59.33GiB, 11.13GiB to spare"
         );
         assert_eq!(
             fits.words.basis,
             format!(
-                "an H100 has 79.11 GiB of memory; JAX's allocator takes \
-                 XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says 48.20 \
-                 GiB ({xla} bytes), hlomem's analysis 48.00 GiB ({} bytes): they differ, and \
+                "an H100 has 79.11GiB of memory; JAX's allocator takes \
+                 XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says \
+                 48.20GiB ({xla} bytes), hlomem's analysis 48.00GiB ({} bytes): they differ, and \
                  XLA's decides (hlomem analyze --verify on a kept dump shows where)",
                 48 * GIB
             )
@@ -412,7 +412,7 @@ mod tests {
         assert!(same
             .words
             .basis
-            .ends_with("; XLA's buffer assignment says the same (48.00 GiB)"));
+            .ends_with("; XLA's buffer assignment says the same (48.00GiB)"));
         assert_eq!(same.words.disagreement, None);
     }
 
@@ -432,7 +432,7 @@ mod tests {
         assert!(report
             .words
             .headline
-            .starts_with("fits (the compile did not finish): needs 1.00 GiB"));
+            .starts_with("fits (the compile did not finish): needs 1.00GiB"));
         assert_eq!(
             report.words.unfinished.as_deref(),
             Some(
@@ -451,7 +451,7 @@ mod tests {
         assert!(over
             .words
             .headline
-            .starts_with("does not fit (the compile did not finish): needs 70.00 GiB"));
+            .starts_with("does not fit (the compile did not finish): needs 70.00GiB"));
     }
 
     #[test]
@@ -462,18 +462,18 @@ mod tests {
         assert_eq!((at.fit.deciding_bytes, at.fit.spare_bytes), (budget, 0));
         assert_eq!(
             at.words.headline,
-            "fits: needs 16.00 GiB, the budget is 16.00 GiB, 0.00 GiB to spare"
+            "fits: needs 16.00GiB, the budget is 16.00GiB, 0.00GiB to spare"
         );
         assert_eq!(
             at.words.basis,
-            format!("the budget, one device's memory, is 16.00 GiB ({budget} bytes)")
+            format!("the budget, one device's memory, is 16.00GiB ({budget} bytes)")
         );
         let over = budgeted(budget, budget + 1, None, false);
         assert!(!over.fit.fits);
         assert_eq!(over.fit.spare_bytes, -1);
         assert_eq!(
             over.words.headline,
-            "does not fit: needs 16.00 GiB, the budget is 16.00 GiB, over by 0.00 GiB"
+            "does not fit: needs 16.00GiB, the budget is 16.00GiB, over by 0.00GiB"
         );
     }
 
@@ -486,7 +486,7 @@ mod tests {
         assert_eq!(over.fit.deciding_bytes, budget + 1);
         assert_eq!(
             over.words.headline,
-            "does not fit: needs 12.00 MiB, the budget is 12.00 MiB, over by 0.00 MiB"
+            "does not fit: needs 12.00MiB, the budget is 12.00MiB, over by 0.00MiB"
         );
         assert!(over.words.basis.contains("they differ, and XLA's decides"));
         assert!(over.words.disagreement.is_some());
@@ -496,7 +496,7 @@ mod tests {
         assert_eq!(within.fit.deciding_bytes, budget);
         assert_eq!(
             within.words.headline,
-            "fits: needs 12.00 MiB, the budget is 12.00 MiB, 0.00 MiB to spare"
+            "fits: needs 12.00MiB, the budget is 12.00MiB, 0.00MiB to spare"
         );
     }
 
@@ -507,12 +507,12 @@ mod tests {
         assert_eq!(refused.fit.deciding_bytes, 19 * GIB);
         assert_eq!(
             refused.words.headline,
-            "does not fit (its compiler refused it): needs at least 19.00 GiB, the budget is \
-             16.00 GiB, over by at least 3.00 GiB"
+            "does not fit (its compiler refused it): needs at least 19.00GiB, the budget is \
+             16.00GiB, over by at least 3.00GiB"
         );
         let within = budgeted(16 * GIB, GIB, None, true);
         assert!(!within.fit.fits);
-        assert!(within.words.headline.ends_with(", the budget is 16.00 GiB"));
+        assert!(within.words.headline.ends_with(", the budget is 16.00GiB"));
     }
 
     #[test]
@@ -528,7 +528,7 @@ mod tests {
     #[test]
     fn small_programs_in_mib_differences_in_gib() {
         let small = verdict(&v5e(), 6_500_000, None, false);
-        assert!(small.words.headline.starts_with("fits: needs 6.20 MiB"));
-        assert_eq!(small.words.needs, "6.20 MiB");
+        assert!(small.words.headline.starts_with("fits: needs 6.20MiB"));
+        assert_eq!(small.words.needs, "6.20MiB");
     }
 }

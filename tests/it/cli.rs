@@ -311,15 +311,15 @@ fn fits_exits_by_the_verdict() {
             String::from_utf8(out.stderr).unwrap(),
         )
     };
-    // 15.75 GiB is what libtpu lets a program use of a v5e chip.
+    // 15.75GiB is what libtpu lets a program use of a v5e chip.
     let (code, out, _) = run(&["--target", "tpu-v5e", "--needs", "16911433728"]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.starts_with("fits: needs 15.75 GiB, "), "{out}");
+    assert!(out.starts_with("fits: needs 15.75GiB, "), "{out}");
     let (code, out, _) = run(&["--target", "tpu-v5e", "--needs", "16911433729"]);
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.starts_with("does not fit: needs 15.75 GiB, "), "{out}");
+    assert!(out.starts_with("does not fit: needs 15.75GiB, "), "{out}");
     assert!(
-        out.contains("\n  a v5e chip has 16.00 GiB of HBM; "),
+        out.contains("\n  a v5e chip has 16.00GiB of HBM; "),
         "{out}"
     );
     // A refusal never fits, even under the limit.
@@ -353,12 +353,12 @@ fn fits_against_a_budget_exits_by_the_verdict() {
     assert_eq!(code, Some(0), "{out}");
     assert_eq!(
         out,
-        "fits: needs 16.00 GiB, the budget is 16.00 GiB, 0.00 GiB to spare\n  the budget, one \
-         device's memory, is 16.00 GiB (17179869184 bytes)\n"
+        "fits: needs 16.00GiB, the budget is 16.00GiB, 0.00GiB to spare\n  the budget, one \
+         device's memory, is 16.00GiB (17179869184 bytes)\n"
     );
     let (code, out, _) = run(&["--budget", "16GiB", "--needs", "17179869185"]);
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.starts_with("does not fit: needs 16.00 GiB, the budget is 16.00 GiB, over by "));
+    assert!(out.starts_with("does not fit: needs 16.00GiB, the budget is 16.00GiB, over by "));
     // XLA's figure decides, either way.
     let (code, _, _) = run(&[
         "--budget",

@@ -103,16 +103,14 @@ def test_tpu_v5e_mlp_step_equals_a_direct_compile(tmp_path: Path) -> None:
     same_numbers(compiled, direct(tmp_path, "step", "tpu", "v5e:2x2"))
     verdict = hlomem.fits(compiled)
     assert verdict.fits
-    needs = f"{verdict.needed_bytes / (1 << 20):.2f} MiB"
+    needs = f"{verdict.needed_bytes / (1 << 20):.2f}MiB"
     assert str(verdict).startswith(
-        f"fits: needs {needs}, what libtpu lets a program use of a v5e chip is 15.75 GiB, "
+        f"fits: needs {needs}, what libtpu lets a program use of a v5e chip is 15.75GiB, "
     )
     assert f"XLA's buffer assignment says the same ({needs})" in str(verdict)
     # What was compiled: the function, its arguments' dtypes, the biggest ones.
     assert "compiled step_donated with jax " in str(verdict)
-    assert "8 arguments (float32), the biggest: params[1]['w'] f32[512,512] 1.00 MiB" in str(
-        verdict
-    )
+    assert "8 arguments (float32), the biggest: params[1]['w'] f32[512,512] 1.00MiB" in str(verdict)
     result = hlomem.assert_fits(compiled)  # the budget: what libtpu lets a program use
     assert result.passed and result.budget_bytes == int(15.75 * GIB)
     # The report's chart draws that budget without being asked.
@@ -206,8 +204,8 @@ def test_tpu_refusal_is_out_of_budget_with_the_dumped_module(tmp_path: Path) -> 
     message = str(error)
     assert message.startswith(
         "tpu-v5e:2x2's compiler refused too_big for memory: does not fit (its compiler refused "
-        f"it): needs at least {xla_hbm / GIB:.2f} GiB, what libtpu lets a program use of a v5e "
-        f"chip is 15.75 GiB, over by at least {(xla_hbm - int(15.75 * GIB)) / GIB:.2f} GiB\n"
+        f"it): needs at least {xla_hbm / GIB:.2f}GiB, what libtpu lets a program use of a v5e "
+        f"chip is 15.75GiB, over by at least {(xla_hbm - int(15.75 * GIB)) / GIB:.2f}GiB\n"
     )
     assert "compiled too_big with jax " in message
     assert "hlomem's check of the module XLA wrote before refusing" in message
@@ -245,19 +243,19 @@ def test_compare_targets_after_a_refusal(tmp_path: Path) -> None:
     assert abs(comparison.failed_needs_bytes / GIB - float(said.group(1))) < 0.01
     text = str(comparison).splitlines()
     assert text[0] == (
-        f"too_big needs {comparison.failed_needs_bytes / GIB:.2f} GiB on the device that failed "
+        f"too_big needs {comparison.failed_needs_bytes / GIB:.2f}GiB on the device that failed "
         "(its message says); "
         "on other targets (compiled here, no device needed):"
     )
     assert text[1].startswith(
         "  tpu-v5e:2x2    does not fit (its compiler refused it): needs at least "
-        f"{v5e.needed_bytes / GIB:.2f} GiB"
+        f"{v5e.needed_bytes / GIB:.2f}GiB"
     )
     assert text[2].startswith("  tpu-v5p:2x2x1  fits: needs ")
     # The arguments, once for every target.
     assert re.fullmatch(
-        r"  compiled too_big: 1 argument \(float32\), x f32\[100000,1000\] [\d.]+ MiB; "
-        r"1 output \(float32\), result f32\[100000,1000\] [\d.]+ MiB",
+        r"  compiled too_big: 1 argument \(float32\), x f32\[100000,1000\] [\d.]+MiB; "
+        r"1 output \(float32\), result f32\[100000,1000\] [\d.]+MiB",
         text[3],
     )
 
@@ -328,8 +326,8 @@ def test_gpu_mlp_step_equals_a_direct_compile(name: str, tmp_path: Path) -> None
     result = hlomem.assert_fits(compiled, fail_on=())
     assert result.budget_bytes == target.usable_bytes == int(target.memory_bytes * 0.75)
     assert str(hlomem.fits(compiled)).startswith(
-        f"fits: needs {report.memory.device_bytes / (1 << 20):.2f} MiB, "
-        f"JAX's share of {target.article} {target.device} is {target.usable_bytes / GIB:.2f} GiB, "
+        f"fits: needs {report.memory.device_bytes / (1 << 20):.2f}MiB, "
+        f"JAX's share of {target.article} {target.device} is {target.usable_bytes / GIB:.2f}GiB, "
     )
 
 
@@ -380,7 +378,7 @@ def test_gpu_x64_on_and_off_equal_direct_compiles(x64: bool, tmp_path: Path) -> 
     assert compiled.program is not None
     dtype = "float64" if x64 else "float32"
     assert [a.dtype for a in compiled.program.arguments] == [dtype, dtype]
-    each = f"{2048 * 2048 * width / (1 << 20):.2f} MiB"
+    each = f"{2048 * 2048 * width / (1 << 20):.2f}MiB"
     assert f"2 arguments ({dtype}), a f{width * 8}[2048,2048] {each}" in str(hlomem.fits(compiled))
     assert compiled.config_sent.get("jax_enable_x64", False) is x64
 
@@ -388,7 +386,7 @@ def test_gpu_x64_on_and_off_equal_direct_compiles(x64: bool, tmp_path: Path) -> 
 @needs_cuda
 def test_gpu_the_issues_x64_example_does_not_fit_an_a100_40() -> None:
     """Issue 43: `a + b` of two f64[42994,42994] with x64 on needs three
-    13.77 GiB arrays, 41.32 GiB, more than an A100 40GB has."""
+    13.77GiB arrays, 41.32GiB, more than an A100 40GB has."""
     a = jax.ShapeDtypeStruct((42994, 42994), jnp.float64)
     with jax.enable_x64(True):
         compiled = hlomem.compile_for(lambda a, b: a + b, a, a, target="a100-40", progress=False)
@@ -397,16 +395,16 @@ def test_gpu_the_issues_x64_example_does_not_fit_an_a100_40() -> None:
         )
     needs = 3 * 42994 * 42994 * 8
     verdict = hlomem.fits(compiled)
-    assert verdict.needed_bytes == verdict.xla_bytes == needs  # 41.32 GiB
+    assert verdict.needed_bytes == verdict.xla_bytes == needs  # 41.32GiB
     assert not verdict.fits
     assert str(verdict).startswith(
-        "does not fit: needs 41.32 GiB, JAX's share of an A100 40GB is "
-        f"{A100.usable_bytes / GIB:.2f} GiB, over by {(needs - A100.usable_bytes) / GIB:.2f} GiB\n"
+        "does not fit: needs 41.32GiB, JAX's share of an A100 40GB is "
+        f"{A100.usable_bytes / GIB:.2f}GiB, over by {(needs - A100.usable_bytes) / GIB:.2f}GiB\n"
     )
-    assert "2 arguments (float64), a f64[42994,42994] 13.77 GiB, b f64[42994,42994] 13.77 GiB" in (
+    assert "2 arguments (float64), a f64[42994,42994] 13.77GiB, b f64[42994,42994] 13.77GiB" in (
         str(verdict)
     )
-    with pytest.raises(hlomem.OutOfBudget, match="^does not fit: needs 41.32 GiB"):
+    with pytest.raises(hlomem.OutOfBudget, match="^does not fit: needs 41.32GiB"):
         hlomem.assert_fits(compiled)
     # compare_targets compiles through compile_for: the same program, and an
     # H100 takes it only because XLA's figure is within JAX's share of it.
@@ -628,22 +626,22 @@ def test_verdicts_in_words() -> None:
     once, with two decimals."""
     v5e = resolve_target("tpu-v5e")
     assert hlomem.Verdict(v5e, 97 * GIB).headline == (
-        "does not fit: needs 97.00 GiB, what libtpu lets a program use of a v5e chip is "
-        "15.75 GiB, over by 81.25 GiB"
+        "does not fit: needs 97.00GiB, what libtpu lets a program use of a v5e chip is "
+        "15.75GiB, over by 81.25GiB"
     )
     assert str(hlomem.Verdict(v5e, 97 * GIB)).splitlines()[1] == (
-        "  a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it"
+        "  a v5e chip has 16.00GiB of HBM; libtpu lets a program use 15.75GiB of it"
     )
     refused = hlomem.Verdict(v5e, 19 * GIB, 19 * GIB, at_least=True)
     assert str(refused) == (
-        "does not fit (its compiler refused it): needs at least 19.00 GiB, what libtpu lets a "
-        "program use of a v5e chip is 15.75 GiB, over by at least 3.25 GiB\n"
-        "  a v5e chip has 16.00 GiB of HBM; libtpu lets a program use 15.75 GiB of it; "
-        f"XLA's buffer assignment of the module it refused: 19.00 GiB ({19 * GIB} bytes)"
+        "does not fit (its compiler refused it): needs at least 19.00GiB, what libtpu lets a "
+        "program use of a v5e chip is 15.75GiB, over by at least 3.25GiB\n"
+        "  a v5e chip has 16.00GiB of HBM; libtpu lets a program use 15.75GiB of it; "
+        f"XLA's buffer assignment of the module it refused: 19.00GiB ({19 * GIB} bytes)"
     )
-    assert hlomem.Verdict(v5e, 15 * GIB).headline.endswith(", 0.75 GiB to spare")
+    assert hlomem.Verdict(v5e, 15 * GIB).headline.endswith(", 0.75GiB to spare")
     h100 = resolve_target("h100")
-    assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.11 GiB
+    assert h100.memory_bytes == 84942979072  # the config's device_memory_size: 79.11GiB
     fits = hlomem.Verdict(h100, int(48 * GIB), int(48.2 * GIB))
     assert fits.fits
     # hlomem's figure and XLA's differ: XLA's decides, both are said.
@@ -651,18 +649,18 @@ def test_verdicts_in_words() -> None:
     # Whichever is larger: XLA's buffer assignment is what the device is asked for.
     assert hlomem.Verdict(h100, int(48.2 * GIB), 48 * GIB).deciding_bytes == 48 * GIB
     assert str(fits) == (
-        "fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare\n"
-        "  an H100 has 79.11 GiB of memory; JAX's allocator takes "
-        f"XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says 48.20 GiB "
-        f"({int(48.2 * GIB)} bytes), hlomem's analysis 48.00 GiB ({48 * GIB} bytes): they "
+        "fits: needs 48.20GiB, JAX's share of an H100 is 59.33GiB, 11.13GiB to spare\n"
+        "  an H100 has 79.11GiB of memory; JAX's allocator takes "
+        f"XLA_PYTHON_CLIENT_MEM_FRACTION=0.75 of it; XLA's buffer assignment says 48.20GiB "
+        f"({int(48.2 * GIB)} bytes), hlomem's analysis 48.00GiB ({48 * GIB} bytes): they "
         "differ, and XLA's decides (hlomem analyze --verify on a kept dump shows where)"
     )
     assert not hlomem.Verdict(h100, 70 * GIB)
     # A comparison's one line per target says so too.
     assert str(hlomem.Comparison("step", (fits,))).splitlines()[1:] == [
-        "  h100  fits: needs 48.20 GiB, JAX's share of an H100 is 59.33 GiB, 11.13 GiB to spare",
+        "  h100  fits: needs 48.20GiB, JAX's share of an H100 is 59.33GiB, 11.13GiB to spare",
         (
-            "        XLA's buffer assignment says 48.20 GiB, hlomem's analysis 48.00 GiB: they differ, "
+            "        XLA's buffer assignment says 48.20GiB, hlomem's analysis 48.00GiB: they differ, "
             "and XLA's decides"
         ),
     ]
@@ -670,12 +668,12 @@ def test_verdicts_in_words() -> None:
     v100 = resolve_target("v100")
     over = hlomem.Verdict(v100, v100.usable_bytes + int(0.2 * GIB))
     assert over.headline == (
-        f"does not fit: needs {over.needed_bytes / GIB:.2f} GiB, JAX's share of a V100 16GB is "
-        f"{v100.usable_bytes / GIB:.2f} GiB, over by 0.20 GiB"
+        f"does not fit: needs {over.needed_bytes / GIB:.2f}GiB, JAX's share of a V100 16GB is "
+        f"{v100.usable_bytes / GIB:.2f}GiB, over by 0.20GiB"
     )
     assert not hlomem.Verdict(v5e, GIB, at_least=True)  # a refusal never fits
     unfinished = hlomem.Verdict(h100, GIB, unfinished="INTERNAL: CUDA Runtime error: ...")
-    assert unfinished.headline.startswith("fits (the compile did not finish): needs 1.00 GiB")
+    assert unfinished.headline.startswith("fits (the compile did not finish): needs 1.00GiB")
     assert "the compile did not finish (INTERNAL: CUDA Runtime error: ...)" in str(unfinished)
 
 

@@ -264,7 +264,7 @@ def test_the_table_and_the_chart(tmp_path: Path) -> None:
     fit = hlomem.largest_fit(mlp.step, mlp_args, grid=GRID, budget="12MiB", progress=False)
     table = fit.table()
     lines = table.splitlines()
-    assert lines[0] == "budget: 12.00 MiB per device (the budget given)"
+    assert lines[0] == "budget: 12.00MiB per device (the budget given)"
     assert lines[1].split() == [
         "n",
         "fits",
@@ -279,7 +279,7 @@ def test_the_table_and_the_chart(tmp_path: Path) -> None:
     assert set(rows) == {str(p.n) for p in fit.points}
     assert rows[str(fit.value)].endswith("<- largest fit")
     assert rows[str(fit.next_value)].endswith("<- next: does not fit")
-    assert f"{fit.needed_bytes / MIB:.2f} MiB" in rows[str(fit.value)]
+    assert f"{fit.needed_bytes / MIB:.2f}MiB" in rows[str(fit.value)]
     curve = fit.curve
     assert [row["n"] for row in curve] == [p.n for p in fit.points]
     assert curve[0]["needed_bytes"] == fit.points[0].needed_bytes and "compiled" not in curve[0]
@@ -287,7 +287,7 @@ def test_the_table_and_the_chart(tmp_path: Path) -> None:
     svg = fit.svg()
     root = ET.fromstring(svg)  # well-formed, self-contained
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    assert "budget 12.00 MiB" in svg and f"largest fit n={fit.value}" in svg
+    assert "budget 12.00MiB" in svg and f"largest fit n={fit.value}" in svg
     assert svg.count('class="point"') == len(fit.points)
     assert "<script" not in svg and "http://" not in svg.replace("http://www.w3.org/2000/svg", "")
     html = fit._repr_html_()
@@ -365,7 +365,7 @@ def test_compare_variants_donation_with_xlas_numbers() -> None:
     assert "HM001" in plain.findings and "HM001" not in donated.findings
     assert comparison.saving("donate") == plain.needed_bytes - donated.needed_bytes
     text = str(comparison)
-    assert text.startswith("step on this device, 2 variants, budget 12.00 MiB (the budget given)")
+    assert text.startswith("step on this device, 2 variants, budget 12.00MiB (the budget given)")
     assert "aliased (donated)" in text and "XLA temp_size" in text
     assert "what holds the live peak:" in text and "argument `params`" in text
     ET.fromstring(comparison.svg())
@@ -432,7 +432,7 @@ def test_the_curve_from_dump_folders(
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(
-        "jit_step on this device: largest fit n=512 of 12.00 MiB (the budget given)"
+        "jit_step on this device: largest fit n=512 of 12.00MiB (the budget given)"
     )
     assert "<- next: does not fit" in done.stdout
     ET.fromstring(svg.read_text())

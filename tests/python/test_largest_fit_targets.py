@@ -288,8 +288,8 @@ def test_tpu_nothing_fits_when_the_smallest_is_refused() -> None:
     message = str(caught.value)
     assert message.startswith(
         "largest_fit: even n=65536, the grid's smallest value, does not fit square on "
-        "tpu-v5e:2x2: its compiler refused it, it needs at least 16.25 GiB; the budget is "
-        "15.75 GiB (what libtpu lets a program use of a v5e chip)"
+        "tpu-v5e:2x2: its compiler refused it, it needs at least 16.25GiB; the budget is "
+        "15.75GiB (what libtpu lets a program use of a v5e chip)"
     )
     assert "what holds the live peak" in message and "The compiler said: " in message
     assert caught.value.point.refused and caught.value.fit.compiles == 1
