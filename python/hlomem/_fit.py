@@ -51,6 +51,7 @@ _WHY_ABOUT = {
     "chip-assumed": "the TPU chip was assumed (tuple tables differ by chip)",
     "libtpu-assumed": "the libtpu release was assumed (0.0.42 and 0.0.52 pack HBM differently)",
     "packing-order": "libtpu's packing order of HBM could not be told from the text",
+    "operands-at-update": "libtpu's SparseCore offload form (operands at an async-update) is not known",
 }
 
 

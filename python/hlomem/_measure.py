@@ -88,10 +88,11 @@ class FitPoint:
     #: compile's dump (deviceless compiles; ``None`` for one in this process).
     xla_bytes: int | None = None
     #: hlomem's figure is XLA's to the byte (not when a TPU chip or libtpu
-    #: release was assumed, or libtpu's packing order could not be told).
+    #: release was assumed, libtpu's packing order could not be told, or a
+    #: SparseCore offload's form is not known).
     exact: bool = True
     #: Why it is not (``Memory.device_estimates``' kinds: ``chip-assumed``,
-    #: ``libtpu-assumed``, ``packing-order``).
+    #: ``libtpu-assumed``, ``packing-order``, ``operands-at-update``).
     estimated_because: tuple[str, ...] = ()
     argument_bytes: int | None = None
     output_bytes: int | None = None

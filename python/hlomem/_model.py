@@ -109,8 +109,9 @@ class Memory(JsonObject):
     (``kind``): ``chip-assumed`` (a TPU module whose chip nothing named: the
     figures are the ``assumed`` chips', ``other_figures`` the ``other``
     chips'), ``libtpu-assumed`` (a TPU text that does not show which libtpu
-    compiled it: 0.0.42's figures, ``other_figures`` 0.0.52's), or
-    ``packing-order``.
+    compiled it: 0.0.42's figures, ``other_figures`` 0.0.52's),
+    ``packing-order``, or ``operands-at-update`` (an ``async-update`` that
+    hands its async operation operands: libtpu's SparseCore offloads).
     """
 
     _schema = ("analyze", "Totals")

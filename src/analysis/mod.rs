@@ -102,6 +102,15 @@ pub enum DeviceEstimate {
     /// where that limit may be (or the chip is not named). Each order's size,
     /// the first reported.
     PackingOrder(heap::OrderSizes),
+    /// An `async-update` hands its async operation operands, or has another
+    /// shape than the operation it updates: libtpu 0.0.52's SparseCore
+    /// gather/scatter offloads, whose `async-start` takes no operands. XLA's
+    /// open source defines an update as its operand passed on; where libtpu
+    /// places the operands, the wrapped computation's values and the
+    /// offload's scratch buffers, and when they are live, is its own and not
+    /// hlomem's: device memory, temp and the live peak are about. The
+    /// updates, by name.
+    OperandsAtUpdate { updates: Vec<String> },
 }
 
 /// The libtpu releases whose rules hlomem knows, as their figures are labelled.
@@ -186,7 +195,9 @@ impl Totals {
                 other,
                 other_figures,
             } => Some((assumed.as_slice(), other.as_slice(), other_figures)),
-            DeviceEstimate::LibtpuAssumed { .. } | DeviceEstimate::PackingOrder(_) => None,
+            DeviceEstimate::LibtpuAssumed { .. }
+            | DeviceEstimate::PackingOrder(_)
+            | DeviceEstimate::OperandsAtUpdate { .. } => None,
         })
     }
 }
@@ -216,7 +227,7 @@ impl DeviceEstimate {
                 other_figures,
                 hint: interface.libtpu_hint(),
             }),
-            DeviceEstimate::PackingOrder(_) => None,
+            DeviceEstimate::PackingOrder(_) | DeviceEstimate::OperandsAtUpdate { .. } => None,
         }
     }
 
@@ -258,7 +269,27 @@ impl DeviceEstimate {
                 human_bytes(s.biggest_first),
                 human_bytes(s.longest_first)
             ),
+            DeviceEstimate::OperandsAtUpdate { updates } => format!(
+                "an async-update hands its async operation operands ({}), libtpu's form of \
+                 a SparseCore offload, whose buffers libtpu places by rules hlomem does not know",
+                updates_in_words(updates)
+            ),
         }
+    }
+
+    /// Whether the temp block is about too, not only device memory: its
+    /// packing, or what it holds, is unknown.
+    pub fn temp_is_about(&self) -> bool {
+        matches!(
+            self,
+            DeviceEstimate::PackingOrder(_) | DeviceEstimate::OperandsAtUpdate { .. }
+        )
+    }
+
+    /// Whether the live peak is about: which buffers are live when is
+    /// unknown (a packing order leaves it exact).
+    pub fn live_peak_is_about(&self) -> bool {
+        matches!(self, DeviceEstimate::OperandsAtUpdate { .. })
     }
 }
 
@@ -395,6 +426,12 @@ fn model_of(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryMode
             .device_estimates
             .push(DeviceEstimate::PackingOrder(sizes));
     }
+    let updates = updates_with_operands(module);
+    if !updates.is_empty() {
+        totals
+            .device_estimates
+            .push(DeviceEstimate::OperandsAtUpdate { updates });
+    }
     mark_device_estimated(&mut totals);
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);
     totals.live_peak_bytes = peak
@@ -440,6 +477,29 @@ fn account(
         || sharing::read_sharing_queries(target, module, &dataflow, &ranges),
     );
     (schedule, dataflow, ranges, assignment)
+}
+
+/// `%a`, `%a and %b`, or the first two and how many more.
+fn updates_in_words(updates: &[String]) -> String {
+    let named: Vec<String> = updates.iter().take(2).map(|u| format!("%{u}")).collect();
+    match updates.len() {
+        0..=2 => named.join(" and "),
+        n => format!("{} and {} more async-updates", named.join(", "), n - 2),
+    }
+}
+
+/// The `async-update`s that are not XLA's (an update passes its one operand
+/// on, same shape): their names, in text order.
+fn updates_with_operands(module: &Module) -> Vec<String> {
+    module
+        .instrs()
+        .filter(|(_, instr)| instr.opcode == Opcode::AsyncUpdate)
+        .filter(|(_, instr)| match instr.operands.as_ref() {
+            [only] => module.instr(*only).shape != instr.shape,
+            _ => true,
+        })
+        .map(|(id, _)| module.instr_name(id).to_string())
+        .collect()
 }
 
 /// Whether device memory (color 0) holds a tuple's index table: the one

@@ -567,3 +567,91 @@ fn tpu_hbm_start_order_rules() {
     // XLA's `-buffer-assignment.txt` (tests/tpu_hbm_start_order/README.md).
     assert_eq!(hbm, Some((488_649_216, true)));
 }
+
+/// `tests/tpu_sparsecore_update/module.txt` read alone as v6e: libtpu 0.0.52
+/// offloads a gather to the SparseCore as an operand-less `async-start` whose
+/// `async-update` hands it the operands, and places the offload's buffers by
+/// rules hlomem does not know. Its HBM figure is not XLA's (the report beside
+/// the module, `buffer-assignment.txt`), so it must not be called exact: the
+/// default space and the total are about, and the estimate names the update.
+#[test]
+fn tpu_sparsecore_operands_at_update_are_about() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tpu_sparsecore_update");
+    let options = hlomem::AnalyzeOptions {
+        tpu_version: Some(TpuVersion::V6e),
+        ..Default::default()
+    };
+    let report = hlomem::analyze_paths(&[dir.join("module.txt")], options);
+    assert!(report.errors.is_empty(), "{:?}", report.errors);
+    let memory = &report.modules[0].memory;
+    // XLA's HBM: the allocations of the default space (XLA writes no color).
+    let xla_report = std::fs::read_to_string(dir.join("buffer-assignment.txt")).unwrap();
+    let xla_hbm: u64 = xla_report
+        .lines()
+        .filter(|l| l.starts_with("allocation ") && !l.contains(", color "))
+        .map(|l| {
+            let size = l
+                .split(": size ")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap();
+            size.parse::<u64>().unwrap()
+        })
+        .sum();
+    let hbm = memory.by_space.iter().find(|s| s.color == 0).unwrap();
+    assert_ne!(hbm.bytes, xla_hbm, "hlomem found the rules: make it exact");
+    assert!(!hbm.exact && !memory.total_exact, "{:?}", memory.by_space);
+    assert_eq!(
+        memory.device_estimates,
+        vec![hlomem::analysis::DeviceEstimate::OperandsAtUpdate {
+            updates: vec!["gather_offload_async_start.update".to_string()]
+        }]
+    );
+}
+
+/// An `async-update` in XLA's form passes its one operand on, same shape;
+/// libtpu 0.0.52's SparseCore offloads start with no operands and hand them
+/// over at an update of another shape, where libtpu places buffers by rules
+/// of its own: device memory is then an estimate, and says which update.
+#[test]
+fn async_update_that_hands_operands_makes_device_memory_about() {
+    let module = |start: &str, update: &str| {
+        hlomem::parse_text(
+            "test_after_optimizations.txt",
+            format!(
+            "HloModule m, is_scheduled=true\n\n\
+             %wrapped (v0: f32[1024]) -> f32[1024] {{\n  %v0 = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             ROOT %n = f32[1024]{{0:T(1024)}} negate(%v0)\n}}, execution_thread=\"sparsecore\"\n\n\
+             ENTRY %e (p: f32[1024]) -> f32[1024] {{\n  %p = f32[1024]{{0:T(1024)}} parameter(0)\n  \
+             %start = {start}, async_execution_thread=\"sparsecore\", calls=%wrapped\n  \
+             %update = {update}\n  \
+             ROOT %done = f32[1024]{{0:T(1024)}} async-done(%update)\n}}\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{}", e.render(false)))
+    };
+    let xla_form = "((f32[1024]{0:T(1024)}), f32[1024]{0:T(1024)})";
+    let m = module(
+        &format!("{xla_form} async-start(%p)"),
+        &format!("{xla_form} async-update(%start)"),
+    );
+    let totals = hlomem::analysis::analyze(&m, &hlomem::chip::Target::detect(&m)).totals;
+    assert!(totals.device_estimates.is_empty(), "{totals:?}");
+    assert!(totals.by_space.iter().all(|s| s.color != 0 || s.exact));
+    let m = module(
+        "((), (), (s32[16]{0:T(1024)})) async-start()",
+        "((f32[1024]{0:T(1024)}), f32[1024]{0:T(1024)}, (s32[16]{0:T(1024)})) \
+         async-update(%start, %p)",
+    );
+    let totals = hlomem::analysis::analyze(&m, &hlomem::chip::Target::detect(&m)).totals;
+    assert_eq!(
+        totals.device_estimates,
+        vec![hlomem::analysis::DeviceEstimate::OperandsAtUpdate {
+            updates: vec!["update".to_string()]
+        }]
+    );
+    assert!(totals.by_space.iter().any(|s| s.color == 0 && !s.exact));
+    assert!(!totals.total_exact);
+}

@@ -306,27 +306,36 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         [
             "temp".into(),
             human_bytes(mem.temp_bytes),
-            if mem
-                .device_estimates
-                .iter()
-                .any(|e| matches!(e, DeviceEstimate::PackingOrder(_)))
-            {
-                "one scratch block for intermediates, about: its packing decides (see the total)"
-                    .into()
-            } else {
-                by_chip(
+            match mem.device_estimates.iter().find(|e| e.temp_is_about()) {
+                Some(DeviceEstimate::PackingOrder(_)) => "one scratch block for intermediates, \
+                     about: its packing decides (see the total)"
+                    .into(),
+                Some(_) => "one scratch block for intermediates, about: what it holds is \
+                     libtpu's (see the total)"
+                    .into(),
+                None => by_chip(
                     |f| f.temp_bytes,
                     "one scratch block for intermediates; values not live at once share it",
-                )
+                ),
             },
         ],
         [
             "live peak".into(),
             human_bytes(mem.live_peak_bytes),
-            by_chip(
-                |f| f.live_peak_bytes,
-                "most bytes of device memory live at one moment, each buffer once",
-            ),
+            if mem
+                .device_estimates
+                .iter()
+                .any(DeviceEstimate::live_peak_is_about)
+            {
+                "most bytes of device memory live at one moment, about: which buffers are live \
+                 when is unknown (see the total)"
+                    .into()
+            } else {
+                by_chip(
+                    |f| f.live_peak_bytes,
+                    "most bytes of device memory live at one moment, each buffer once",
+                )
+            },
         ],
     ];
     if mem.by_space.len() > 1 {
