@@ -52,6 +52,7 @@ _WHY_ABOUT = {
     "libtpu-assumed": "the libtpu release was assumed (0.0.42 and 0.0.52 pack HBM differently)",
     "packing-order": "libtpu's packing order of HBM could not be told from the text",
     "operands-at-update": "libtpu's SparseCore offload form (operands at an async-update) is not known",
+    "piece-order": "libtpu's order of the HBM scratch block's pieces is not known",
 }
 
 

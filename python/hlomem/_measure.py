@@ -92,7 +92,7 @@ class FitPoint:
     #: SparseCore offload's form is not known).
     exact: bool = True
     #: Why it is not (``Memory.device_estimates``' kinds: ``chip-assumed``,
-    #: ``libtpu-assumed``, ``packing-order``, ``operands-at-update``).
+    #: ``libtpu-assumed``, ``packing-order``, ``piece-order``, ``operands-at-update``).
     estimated_because: tuple[str, ...] = ()
     argument_bytes: int | None = None
     output_bytes: int | None = None

@@ -110,8 +110,10 @@ class Memory(JsonObject):
     figures are the ``assumed`` chips', ``other_figures`` the ``other``
     chips'), ``libtpu-assumed`` (a TPU text that does not show which libtpu
     compiled it: 0.0.42's figures, ``other_figures`` 0.0.52's),
-    ``packing-order``, or ``operands-at-update`` (an ``async-update`` that
-    hands its async operation operands: libtpu's SparseCore offloads).
+    ``packing-order``, ``piece-order`` (a newer libtpu joins the HBM
+    scratch block's pieces in an order not known: ``smallest`` and
+    ``largest`` bound it), or ``operands-at-update`` (an ``async-update``
+    that hands its async operation operands: libtpu's SparseCore offloads).
     """
 
     _schema = ("analyze", "Totals")

@@ -64,6 +64,24 @@ pub struct Assignment {
     pub heap_buffers: Vec<BufferId>,
     /// Which packing the heap kept.
     pub packing: Packing,
+    /// Per memory space whose temporary block joins pieces that end in
+    /// different padding: the block's size with each piece last.
+    pub piece_orders: Vec<PieceOrder>,
+}
+
+/// The sizes a memory space's temporary block may take, its pieces (the heap
+/// and the temporary tuple tables) joined in any order: each piece starts at
+/// the next aligned offset, so the block's size is the sum of the aligned
+/// pieces less the padding of the one that comes last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct PieceOrder {
+    pub color: u64,
+    /// Where each piece starts: a multiple of this.
+    pub alignment: u64,
+    /// With the piece of most padding last.
+    pub smallest: u64,
+    /// With the piece of least padding last.
+    pub largest: u64,
 }
 
 pub fn assign(
@@ -341,7 +359,8 @@ pub fn assign(
             false,
         );
     }
-    let (allocations, packing) = choose_packing(allocations, &mut packed_by_color, target);
+    let (allocations, packing, piece_orders) =
+        choose_packing(allocations, &mut packed_by_color, target);
     let mut heap = HeapResult::default();
     for (_, packed) in packed_by_color {
         heap.absorb(packed);
@@ -359,6 +378,7 @@ pub fn assign(
         heap,
         heap_buffers: delayed,
         packing,
+        piece_orders,
     }
 }
 
@@ -383,14 +403,14 @@ fn choose_packing(
     allocations: Vec<Allocation>,
     packed_by_color: &mut [(u64, HeapResult)],
     target: &Target,
-) -> (Vec<Allocation>, Packing) {
+) -> (Vec<Allocation>, Packing, Vec<PieceOrder>) {
     if packed_by_color.iter().all(|(_, p)| p.fallback.is_none()) {
         let mut allocations = allocations;
-        combine_temp_allocations(&mut allocations, target);
-        return (allocations, Packing::Primary);
+        let orders = combine_temp_allocations(&mut allocations, target);
+        return (allocations, Packing::Primary, orders);
     }
     let mut combined = allocations.clone();
-    combine_temp_allocations(&mut combined, target);
+    let mut orders = combine_temp_allocations(&mut combined, target);
     let mut packing = Packing::Primary;
     for (color, packed) in packed_by_color.iter_mut() {
         let color = *color;
@@ -420,7 +440,7 @@ fn choose_packing(
             {
                 a.size = fallback.heap_size;
             }
-            combine_temp_allocations(&mut again, target);
+            orders = combine_temp_allocations(&mut again, target);
             combined = again;
             *packed = HeapResult {
                 order_sizes: None,
@@ -428,7 +448,7 @@ fn choose_packing(
             };
         }
     }
-    (combined, packing)
+    (combined, packing, orders)
 }
 
 /// A memory space's total as the fallback check adds it: each allocation's
@@ -475,7 +495,9 @@ fn add_allocation(
 /// to the end and concatenates them, each at the next aligned offset
 /// (`CombineTempAllocations`). XLA moves them with `std::partition`, which is
 /// not stable; its libstdc++ swaps decide the order, and so the padding.
-fn combine_temp_allocations(allocations: &mut Vec<Allocation>, target: &Target) {
+/// Returns, where the target's order is not known ([`Target::temp_piece_order_known`])
+/// and the pieces' paddings differ, the sizes the block may take.
+fn combine_temp_allocations(allocations: &mut Vec<Allocation>, target: &Target) -> Vec<PieceOrder> {
     let is_temp = |a: &Allocation| a.temp_tuple || a.kind == AllocationKind::Temp;
     let (mut first, mut last) = (0usize, allocations.len());
     'partition: loop {
@@ -504,6 +526,11 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, target: &Target) 
         first += 1;
     }
     let temps: Vec<Allocation> = allocations.drain(first..).collect();
+    let orders = if target.temp_piece_order_known() {
+        Vec::new()
+    } else {
+        piece_orders(&temps, target)
+    };
     // One combined block per memory space, in the order each space first appears.
     let mut combined: Vec<Allocation> = Vec::new();
     for temp in temps {
@@ -529,6 +556,42 @@ fn combine_temp_allocations(allocations: &mut Vec<Allocation>, target: &Target) 
         }
     }
     allocations.extend(combined);
+    orders
+}
+
+/// For each memory space whose block XLA's order ends with a temporary tuple
+/// table, where the tables end in different padding to its alignment: the
+/// smallest and largest size of the joined block with any table last. Where
+/// XLA's order ends with the heap, or every table has the same padding, the
+/// size is taken as known: in libtpu 0.0.52's 52 holdout modules (v4, v5e,
+/// v5p, v6e) XLA's order put the heap last where libtpu did, and only which
+/// of two tables of different size came last differed.
+fn piece_orders(temps: &[Allocation], target: &Target) -> Vec<PieceOrder> {
+    let mut colors: Vec<u64> = temps.iter().map(|t| t.color).collect();
+    colors.sort_unstable();
+    colors.dedup();
+    colors
+        .into_iter()
+        .filter_map(|color| {
+            let pieces = || temps.iter().filter(move |t| t.color == color);
+            if !pieces().next_back()?.temp_tuple {
+                return None;
+            }
+            let alignment = target.heap_alignment(color).max(1);
+            let rounded = |t: &Allocation| t.size.div_ceil(alignment).saturating_mul(alignment);
+            let aligned = pieces().map(rounded).fold(0u64, u64::saturating_add);
+            let pads = pieces()
+                .filter(|t| t.temp_tuple)
+                .map(|t| rounded(t) - t.size);
+            let (least, most) = pads.fold((u64::MAX, 0), |(l, m), p| (l.min(p), m.max(p)));
+            (least != most).then(|| PieceOrder {
+                color,
+                alignment,
+                smallest: aligned - most,
+                largest: aligned - least,
+            })
+        })
+        .collect()
 }
 
 /// A donated parameter's or an output's allocation that `b` fits in without

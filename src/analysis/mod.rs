@@ -111,6 +111,11 @@ pub enum DeviceEstimate {
     /// hlomem's: device memory, temp and the live peak are about. The
     /// updates, by name.
     OperandsAtUpdate { updates: Vec<String> },
+    /// The HBM temporary block joins pieces (the heap, temporary tuple
+    /// tables) that end in different padding, in an order the text does not
+    /// tell (newer libtpu: [`crate::chip::Target::temp_piece_order_known`]): its size
+    /// lies between the two, the one reported being XLA's own order's.
+    PieceOrder(assign::PieceOrder),
 }
 
 /// The libtpu releases whose rules hlomem knows, as their figures are labelled.
@@ -197,7 +202,8 @@ impl Totals {
             } => Some((assumed.as_slice(), other.as_slice(), other_figures)),
             DeviceEstimate::LibtpuAssumed { .. }
             | DeviceEstimate::PackingOrder(_)
-            | DeviceEstimate::OperandsAtUpdate { .. } => None,
+            | DeviceEstimate::OperandsAtUpdate { .. }
+            | DeviceEstimate::PieceOrder(_) => None,
         })
     }
 }
@@ -227,7 +233,9 @@ impl DeviceEstimate {
                 other_figures,
                 hint: interface.libtpu_hint(),
             }),
-            DeviceEstimate::PackingOrder(_) | DeviceEstimate::OperandsAtUpdate { .. } => None,
+            DeviceEstimate::PackingOrder(_)
+            | DeviceEstimate::PieceOrder(_)
+            | DeviceEstimate::OperandsAtUpdate { .. } => None,
         }
     }
 
@@ -274,6 +282,14 @@ impl DeviceEstimate {
                  a SparseCore offload, whose buffers libtpu places by rules hlomem does not know",
                 updates_in_words(updates)
             ),
+            DeviceEstimate::PieceOrder(o) => format!(
+                "this libtpu (newer than 0.0.42) joins the temporary block's pieces (the heap \
+                 and tuple tables, each padded to the next {} slot) in an order hlomem does not \
+                 know; with another piece last the block takes from {} to {}",
+                human_bytes(o.alignment),
+                crate::units::exact_bytes(o.smallest),
+                crate::units::exact_bytes(o.largest)
+            ),
         }
     }
 
@@ -282,7 +298,9 @@ impl DeviceEstimate {
     pub fn temp_is_about(&self) -> bool {
         matches!(
             self,
-            DeviceEstimate::PackingOrder(_) | DeviceEstimate::OperandsAtUpdate { .. }
+            DeviceEstimate::PackingOrder(_)
+                | DeviceEstimate::PieceOrder(_)
+                | DeviceEstimate::OperandsAtUpdate { .. }
         )
     }
 
@@ -431,6 +449,12 @@ fn model_of(module: &Module, target: &Target, aliases: &[IoAlias]) -> MemoryMode
         totals
             .device_estimates
             .push(DeviceEstimate::OperandsAtUpdate { updates });
+    }
+    // Device memory's block only: the other spaces are estimates already.
+    if let Some(&order) = assignment.piece_orders.iter().find(|o| o.color == 0) {
+        totals
+            .device_estimates
+            .push(DeviceEstimate::PieceOrder(order));
     }
     mark_device_estimated(&mut totals);
     let peak = live_peak(module, &schedule, &dataflow, &ranges, &assignment);

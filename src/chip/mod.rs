@@ -528,6 +528,23 @@ impl Target {
         !self.newer_libtpu
     }
 
+    /// Whether hlomem knows the order in which XLA joins a memory space's
+    /// temporary pieces (the heap and the temporary tuple tables,
+    /// `CombineTempAllocations`), which decides the block's padding: XLA's
+    /// own order (the allocations in creation order, moved by libstdc++'s
+    /// `std::partition`), which libtpu 0.0.42 keeps. libtpu 0.0.52 makes its
+    /// allocations in another order, not known: its reports list the same
+    /// program's allocations in one order on v5e and v6e although v6e's tuple
+    /// tables are smaller (32 and 64 bytes, v5e's 512), and the piece it puts
+    /// last is not always the one XLA's order puts last: on v5p and v6e a
+    /// 32-byte table instead of a 64-byte one (HBM 32 or 64 bytes over XLA's
+    /// on gradient-accumulation and GRU scans). Where XLA's order ends with
+    /// the heap, libtpu's did too in all 52 holdout modules; where it ends
+    /// with a table and the tables differ in padding, the size is "about".
+    pub fn temp_piece_order_known(&self) -> bool {
+        !(self.backend == Backend::Tpu && self.newer_libtpu)
+    }
+
     /// Whether an async computation's result starts at its async-start
     /// (newer libtpu) rather than at its own root's position.
     pub fn async_result_starts_at_start(&self) -> bool {

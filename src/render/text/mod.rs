@@ -310,6 +310,9 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
                 Some(DeviceEstimate::PackingOrder(_)) => "one scratch block for intermediates, \
                      about: its packing decides (see the total)"
                     .into(),
+                Some(DeviceEstimate::PieceOrder(_)) => "one scratch block for intermediates, \
+                     about: the order of its pieces decides (see the total)"
+                    .into(),
                 Some(_) => "one scratch block for intermediates, about: what it holds is \
                      libtpu's (see the total)"
                     .into(),
