@@ -603,11 +603,14 @@ fn tpu_sparsecore_operands_at_update_are_about() {
     let hbm = memory.by_space.iter().find(|s| s.color == 0).unwrap();
     assert_ne!(hbm.bytes, xla_hbm, "hlomem found the rules: make it exact");
     assert!(!hbm.exact && !memory.total_exact, "{:?}", memory.by_space);
-    assert_eq!(
-        memory.device_estimates,
-        vec![hlomem::analysis::DeviceEstimate::OperandsAtUpdate {
-            updates: vec!["gather_offload_async_start.update".to_string()]
-        }]
+    // Other reasons may join it (the temp block's piece order), never replace it.
+    let offload = hlomem::analysis::DeviceEstimate::OperandsAtUpdate {
+        updates: vec!["gather_offload_async_start.update".to_string()],
+    };
+    assert!(
+        memory.device_estimates.contains(&offload),
+        "{:?}",
+        memory.device_estimates
     );
 }
 
