@@ -157,6 +157,25 @@ impl Totals {
             .any(|a| of(a.other_figures) != own)
     }
 
+    /// Whether the temp block's figure is XLA's to the byte: no assumption
+    /// changes it and no estimate leaves its packing or contents unknown.
+    pub fn temp_exact(&self) -> bool {
+        !self.depends_on_chip(|f| f.temp_bytes)
+            && !self
+                .device_estimates
+                .iter()
+                .any(DeviceEstimate::temp_is_about)
+    }
+
+    /// Whether the live peak is XLA's to the byte (as [`Self::temp_exact`]).
+    pub fn live_peak_exact(&self) -> bool {
+        !self.depends_on_chip(|f| f.live_peak_bytes)
+            && !self
+                .device_estimates
+                .iter()
+                .any(DeviceEstimate::live_peak_is_about)
+    }
+
     /// Every assumption the figure `of` reads depends on, with the figure
     /// under the other one (`interface` names the settings).
     pub fn alternatives_for(

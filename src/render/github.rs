@@ -31,7 +31,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
             escape(&format!("hlomem {}", m.key), true),
             escape(&m.name, false),
             sized(m.memory.total_bytes, m.memory.total_exact),
-            by_chip(|f| f.temp_bytes),
+            sized(m.memory.temp_bytes, m.memory.temp_exact()),
             by_chip(|f| f.argument_bytes),
             by_chip(|f| f.output_bytes),
             by_chip(|f| f.alias_bytes)

@@ -102,8 +102,8 @@ fn render_module(m: &ModuleReport, options: RenderOptions, out: &mut dyn Write) 
         by_chip(|f| f.argument_bytes),
         by_chip(|f| f.output_bytes),
         by_chip(|f| f.alias_bytes),
-        by_chip(|f| f.temp_bytes),
-        by_chip(|f| f.live_peak_bytes)
+        sized(mem.temp_bytes, mem.temp_exact()),
+        sized(mem.live_peak_bytes, mem.live_peak_exact())
     )?;
     if !mem.total_exact {
         writeln!(out)?;

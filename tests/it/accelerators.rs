@@ -715,3 +715,27 @@ fn tpu_libtpu52_hbm_is_exact_only_where_known() {
         );
     }
 }
+
+/// Every format says "about" on the figures an estimate leaves unknown, not
+/// only the text: the markdown table and the GitHub notice of the SparseCore
+/// offload module (its temp block's contents and live peak are libtpu's).
+#[test]
+fn markdown_and_github_say_about_where_the_text_does() {
+    let file = "tests/tpu_sparsecore_update/module.txt";
+    let (code, markdown, _) =
+        crate::support::run_hlomem(&["analyze", file, "--tpu", "v6e", "--format", "markdown"]);
+    assert_eq!(code, Some(0));
+    let row = markdown
+        .lines()
+        .find(|l| l.starts_with("| about"))
+        .unwrap_or_else(|| panic!("no figures row: {markdown}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    // | total | arguments | outputs | aliased | temp | live peak |
+    assert!(cells[5].starts_with("about "), "temp: {row}");
+    assert!(cells[6].starts_with("about "), "live peak: {row}");
+    assert!(!cells[2].starts_with("about"), "arguments are known: {row}");
+    let (code, github, _) =
+        crate::support::run_hlomem(&["analyze", file, "--tpu", "v6e", "--format", "github"]);
+    assert_eq!(code, Some(0));
+    assert!(github.contains(", temp about "), "{github}");
+}
