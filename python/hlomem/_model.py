@@ -111,8 +111,8 @@ class Memory(JsonObject):
     chips'), ``libtpu-assumed`` (a TPU text that does not show which libtpu
     compiled it: 0.0.42's figures, ``other_figures`` 0.0.52's),
     ``packing-order``, ``piece-order`` (a newer libtpu joins the HBM
-    scratch block's pieces in an order not known: ``smallest`` and
-    ``largest`` bound it), or ``operands-at-update`` (an ``async-update``
+    scratch block's pieces in an order not known, which alone moves it
+    between ``smallest`` and ``largest``), or ``operands-at-update`` (an ``async-update``
     that hands its async operation operands: libtpu's SparseCore offloads).
     """
 

@@ -113,8 +113,11 @@ pub enum DeviceEstimate {
     OperandsAtUpdate { updates: Vec<String> },
     /// The HBM temporary block joins pieces (the heap, temporary tuple
     /// tables) that end in different padding, in an order the text does not
-    /// tell (newer libtpu: [`crate::chip::Target::temp_piece_order_known`]): its size
-    /// lies between the two, the one reported being XLA's own order's.
+    /// tell (newer libtpu: [`crate::chip::Target::temp_piece_order_known`]):
+    /// that order alone moves its size between the two (the one reported
+    /// being XLA's own order's). Not a bound on XLA's figure: on a v5p KV-cache
+    /// decode step libtpu 0.0.52 also moved a value into another allocation,
+    /// and its temp block was 65,600 bytes below both.
     PieceOrder(assign::PieceOrder),
 }
 
@@ -304,7 +307,8 @@ impl DeviceEstimate {
             DeviceEstimate::PieceOrder(o) => format!(
                 "this libtpu (newer than 0.0.42) joins the temporary block's pieces (the heap \
                  and tuple tables, each padded to the next {} slot) in an order hlomem does not \
-                 know; with another piece last the block takes from {} to {}",
+                 know, which alone moves the block between {} and {}; its other rules for this \
+                 block are not all known either, so XLA's figure may lie outside",
                 human_bytes(o.alignment),
                 crate::units::exact_bytes(o.smallest),
                 crate::units::exact_bytes(o.largest)
