@@ -12,6 +12,9 @@ pub enum Difference {
     /// XLA's total counts each allocation for the whole run; at the peak part
     /// of it holds nothing. The parts add up to `total_bytes - live_peak_bytes`.
     TotalAboveLivePeak {
+        /// Whether both figures are XLA's to the byte; when not, the words
+        /// say "about" on every size.
+        exact: bool,
         /// What must fit (device memory: the total off TPU, HBM on TPU).
         total_bytes: u64,
         live_peak_bytes: u64,
@@ -34,6 +37,7 @@ impl Difference {
     pub fn message(&self) -> String {
         match self {
             Difference::TotalAboveLivePeak {
+                exact,
                 total_bytes,
                 live_peak_bytes,
                 temp_not_in_use,
@@ -41,6 +45,10 @@ impl Difference {
                 arguments_not_in_use,
                 other_not_in_use,
             } => {
+                let size = |b: u64| match exact {
+                    true => human_bytes(b),
+                    false => format!("about {}", human_bytes(b)),
+                };
                 let parts: Vec<String> = [
                     (*temp_not_in_use, "of the scratch block is kept for values live at other moments"),
                     (*outputs_not_in_use, "of outputs are not written yet"),
@@ -49,15 +57,15 @@ impl Difference {
                 ]
                 .iter()
                 .filter(|(b, _)| *b > 0)
-                .map(|(b, what)| format!("{} {what}", human_bytes(*b)))
+                .map(|(b, what)| format!("{} {what}", size(*b)))
                 .collect();
                 // The gap is named: two sizes a few MiB apart print alike
                 // (`82.26GiB` and `82.26GiB`).
                 format!(
                     "what must fit ({}) is {} above the live peak ({}) because memory is reserved for the whole run: at the peak, {}",
-                    human_bytes(*total_bytes),
-                    human_bytes(total_bytes.saturating_sub(*live_peak_bytes)),
-                    human_bytes(*live_peak_bytes),
+                    size(*total_bytes),
+                    size(total_bytes.saturating_sub(*live_peak_bytes)),
+                    size(*live_peak_bytes),
                     if parts.is_empty() {
                         "the allocations hold less than they reserve".to_string()
                     } else {

@@ -471,6 +471,7 @@ fn differences(
         // The parts are only stated when they account for the gap exactly.
         let [temp, outputs, arguments, other] = if known == gap { idle } else { [0; 4] };
         out.push(differences::Difference::TotalAboveLivePeak {
+            exact: t.by_space.iter().all(|s| s.color != 0 || s.exact) && t.live_peak_exact(),
             total_bytes: t.device_bytes,
             live_peak_bytes: t.live_peak_bytes,
             temp_not_in_use: temp,

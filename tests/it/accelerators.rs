@@ -734,6 +734,11 @@ fn markdown_and_github_say_about_where_the_text_does() {
     assert!(cells[5].starts_with("about "), "temp: {row}");
     assert!(cells[6].starts_with("about "), "live peak: {row}");
     assert!(!cells[2].starts_with("about"), "arguments are known: {row}");
+    // The sentence on why what must fit is above the live peak too.
+    assert!(
+        markdown.contains("what must fit (about ") && markdown.contains("the live peak (about "),
+        "{markdown}"
+    );
     let (code, github, _) =
         crate::support::run_hlomem(&["analyze", file, "--tpu", "v6e", "--format", "github"]);
     assert_eq!(code, Some(0));
