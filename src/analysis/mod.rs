@@ -121,10 +121,6 @@ pub enum DeviceEstimate {
     PieceOrder(assign::PieceOrder),
 }
 
-/// The libtpu releases whose rules hlomem knows, as their figures are labelled.
-const LIBTPU_OLD: &str = "0.0.42";
-const LIBTPU_NEWER: &str = "0.0.52";
-
 /// The figures under another assumption (another TPU chip, another libtpu),
 /// and how to say which: "2,103,296 B on v4 and v5e", "... with libtpu 0.0.42".
 pub struct Alternative<'a> {
@@ -153,30 +149,30 @@ impl Totals {
     /// Whether the figure `of` reads would be another on the other chips or
     /// under the other libtpu (either being assumed): then it is "about".
     pub fn depends_on_chip(&self, of: fn(&ChipFigures) -> u64) -> bool {
-        let own = of(&self.figures());
-        self.device_estimates
-            .iter()
-            .filter_map(|e| e.alternative(crate::chip::Interface::Cli))
-            .any(|a| of(a.other_figures) != own)
+        !self
+            .alternatives_for(of, crate::chip::Interface::Cli)
+            .is_empty()
     }
 
     /// Whether the temp block's figure is XLA's to the byte: no assumption
     /// changes it and no estimate leaves its packing or contents unknown.
     pub fn temp_exact(&self) -> bool {
-        !self.depends_on_chip(|f| f.temp_bytes)
-            && !self
-                .device_estimates
-                .iter()
-                .any(DeviceEstimate::temp_is_about)
+        self.exact_unless(|f| f.temp_bytes, DeviceEstimate::temp_is_about)
     }
 
     /// Whether the live peak is XLA's to the byte (as [`Self::temp_exact`]).
     pub fn live_peak_exact(&self) -> bool {
-        !self.depends_on_chip(|f| f.live_peak_bytes)
-            && !self
-                .device_estimates
-                .iter()
-                .any(DeviceEstimate::live_peak_is_about)
+        self.exact_unless(|f| f.live_peak_bytes, DeviceEstimate::live_peak_is_about)
+    }
+
+    /// The figure `of` reads is exact unless an assumption changes it or an
+    /// estimate makes it `about`.
+    fn exact_unless(
+        &self,
+        of: fn(&ChipFigures) -> u64,
+        about: fn(&DeviceEstimate) -> bool,
+    ) -> bool {
+        !self.depends_on_chip(of) && !self.device_estimates.iter().any(about)
     }
 
     /// Every assumption the figure `of` reads depends on, with the figure
@@ -429,15 +425,12 @@ pub fn analyze_with_aliases(module: &Module, target: &Target, aliases: &[IoAlias
             .totals
             .figures();
         if other_figures != model.totals.figures() {
-            let (assumed, other) = match target.newer_libtpu {
-                false => (LIBTPU_OLD, LIBTPU_NEWER),
-                true => (LIBTPU_NEWER, LIBTPU_OLD),
-            };
+            let release = crate::chip::libtpu_release;
             model.totals.device_estimates.insert(
                 0,
                 DeviceEstimate::LibtpuAssumed {
-                    assumed: assumed.to_string(),
-                    other: other.to_string(),
+                    assumed: release(target.newer_libtpu).to_string(),
+                    other: release(!target.newer_libtpu).to_string(),
                     other_figures,
                 },
             );

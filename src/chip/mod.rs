@@ -140,11 +140,19 @@ pub fn libtpu_rules(version: &str) -> Result<Option<bool>, String> {
     if !parts[3..].iter().all(number) {
         return Ok(None);
     }
-    Ok(match (parts[0], parts[1], parts[2]) {
-        ("0", "0", "42") => Some(false),
-        ("0", "0", "52") => Some(true),
-        _ => None,
-    })
+    let release = parts[..3].join(".");
+    Ok([false, true]
+        .into_iter()
+        .find(|&newer| libtpu_release(newer) == release))
+}
+
+/// The libtpu release whose rules `newer_libtpu` names: 0.0.52's (`true`)
+/// or 0.0.42's, the one JAX 0.10.2 installs.
+pub fn libtpu_release(newer: bool) -> &'static str {
+    match newer {
+        true => "0.0.52",
+        false => "0.0.42",
+    }
 }
 
 /// Who named the TPU chip (the HLO text never does).
